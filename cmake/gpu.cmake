@@ -1,0 +1,100 @@
+# The GPU backend: one kernel tree, src/backend/gpu, built as CUDA by nvcc or as HIP by ROCm's clang.
+#
+#   ROCMFORGE_GPU          none | cuda | hip
+#   ROCMFORGE_GPU_TARGETS  CUDA architectures (80;90) or AMD gfx targets (gfx90a;gfx940;gfx908;gfx1030)
+#
+# rf_gpu holds the .cu kernels (compiled for the device) and the .cpp host code (compiled by the C++
+# compiler against the vendor's runtime headers); its public headers are plain C++, so .cpp callers
+# need no GPU compiler.
+#
+# What CMake 3.25 needs on this project's machines, found by trying:
+# - CUDA: CMake 3.25 does not know nvcc's C++20 flag (CMake 3.26 does), and CUDA sources inherit
+#   CXX_STANDARD 20; we tell it the flag. The shared runtime is linked (CUDA::cudart), never both it and
+#   the static one.
+# - HIP: CMake's HIP language expects ROCm's own layout (<root>/lib/cmake/hip-lang, a clang that finds
+#   the device libraries itself). Debian 12's HIP 5.2 packages use the multiarch layout and a clang++-15
+#   that needs --rocm-path/--hip-device-lib-path, as its hipcc passes them. For that layout we point
+#   CMake at a shim root whose lib/cmake/hip-lang links to the real package, pass those flags, and hand
+#   CMAKE_LIBRARY_ARCHITECTURE to the compiler checks so that hip-lang's own find_dependency calls work.
+#   A ROCm install under /opt/rocm needs none of this (use its clang: -DCMAKE_HIP_COMPILER=
+#   /opt/rocm/llvm/bin/clang++ if `hipconfig --hipclangpath` does not already point there).
+
+set(ROCMFORGE_GPU none CACHE STRING "GPU backend: none, cuda or hip")
+set_property(CACHE ROCMFORGE_GPU PROPERTY STRINGS none cuda hip)
+if(ROCMFORGE_GPU STREQUAL "none")
+  return()
+elseif(NOT ROCMFORGE_GPU MATCHES "^(cuda|hip)$")
+  message(FATAL_ERROR "ROCMFORGE_GPU must be none, cuda or hip, not '${ROCMFORGE_GPU}'")
+endif()
+
+if(ROCMFORGE_GPU STREQUAL "cuda")
+  set(default_targets "80;90")
+else()
+  set(default_targets "gfx90a;gfx940;gfx908;gfx1030")
+endif()
+set(ROCMFORGE_GPU_TARGETS "${default_targets}" CACHE STRING
+    "GPU targets to compile for: CUDA architectures (80;90) or AMD gfx targets (gfx90a;gfx942;gfx1100;...)")
+
+function(rf_use_debian_hip_layout)
+  find_path(hip_lang_dir hip-lang-config.cmake
+            PATHS $ENV{ROCM_PATH} /opt/rocm /usr
+            PATH_SUFFIXES lib/cmake/hip-lang lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hip-lang
+            NO_DEFAULT_PATH NO_CACHE)
+  if(NOT hip_lang_dir OR hip_lang_dir MATCHES "/lib/cmake/hip-lang$")
+    return()  # ROCm's own layout (or nothing found: let CMake's HIP support report it)
+  endif()
+  get_filename_component(rocm_root "${hip_lang_dir}/../../../.." ABSOLUTE)
+  find_path(device_libs ockl.bc PATHS ${rocm_root}/lib/${CMAKE_LIBRARY_ARCHITECTURE}/amdgcn/bitcode
+            NO_DEFAULT_PATH NO_CACHE REQUIRED)
+  set(shim ${CMAKE_BINARY_DIR}/hip-root)
+  file(MAKE_DIRECTORY ${shim}/lib/cmake)
+  file(CREATE_LINK ${hip_lang_dir} ${shim}/lib/cmake/hip-lang SYMBOLIC)
+  set(CMAKE_HIP_COMPILER_ROCM_ROOT ${shim} PARENT_SCOPE)
+  set(CMAKE_TRY_COMPILE_PLATFORM_VARIABLES CMAKE_LIBRARY_ARCHITECTURE PARENT_SCOPE)
+  string(APPEND CMAKE_HIP_FLAGS " --rocm-path=${rocm_root} --hip-device-lib-path=${device_libs}")
+  set(CMAKE_HIP_FLAGS "${CMAKE_HIP_FLAGS}" PARENT_SCOPE)
+  if(NOT CMAKE_HIP_COMPILER AND NOT DEFINED ENV{HIPCXX})
+    # Debian's hipcc calls clang++-15, the LLVM its HIP runtime and device libraries were built with.
+    find_program(debian_hip_clang clang++-15 REQUIRED NO_CACHE)
+    set(CMAKE_HIP_COMPILER ${debian_hip_clang} PARENT_SCOPE)
+  endif()
+endfunction()
+
+if(ROCMFORGE_GPU STREQUAL "cuda")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  set(CMAKE_CUDA_ARCHITECTURES "${ROCMFORGE_GPU_TARGETS}")
+  enable_language(CUDA)
+  if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+  find_package(CUDAToolkit REQUIRED)
+else()
+  rf_use_debian_hip_layout()
+  # Every target that links HIP objects links with clang and these targets (not CMake's default).
+  set(CMAKE_HIP_ARCHITECTURES "${ROCMFORGE_GPU_TARGETS}")
+  enable_language(HIP)
+  find_package(hip CONFIG REQUIRED)
+endif()
+
+file(GLOB gpu_kernels CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cu)
+file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cpp)
+add_library(rf_gpu STATIC ${gpu_kernels} ${gpu_host_sources})
+target_include_directories(rf_gpu PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(rf_gpu PUBLIC rf_model)
+
+if(ROCMFORGE_GPU STREQUAL "cuda")
+  set_target_properties(rf_gpu PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
+  target_compile_definitions(rf_gpu PUBLIC ROCMFORGE_GPU_CUDA)
+  target_link_libraries(rf_gpu PUBLIC CUDA::cudart)
+else()
+  set_source_files_properties(${gpu_kernels} PROPERTIES LANGUAGE HIP)
+  set_target_properties(rf_gpu PROPERTIES HIP_STANDARD 20 HIP_STANDARD_REQUIRED ON HIP_EXTENSIONS OFF)
+  target_compile_definitions(rf_gpu PUBLIC ROCMFORGE_GPU_HIP)
+  target_link_libraries(rf_gpu PUBLIC hip::host)
+  # clang repeats --offload-arch on the link line, where it has nothing to compile.
+  target_link_options(rf_gpu INTERFACE $<$<LINK_LANGUAGE:HIP>:-Wno-unused-command-line-argument>)
+endif()

@@ -1,0 +1,14 @@
+#pragma once
+// Block encoders behind quantize_row: each encodes `blocks` consecutive blocks from x.
+#include <cstddef>
+
+#include "backend/cpu/block_formats.h"
+
+namespace rf::cpu {
+
+void encode_q8_0(const float* x, BlockQ8_0* out, std::size_t blocks);
+void encode_q4_0(const float* x, BlockQ4_0* out, std::size_t blocks);
+void encode_q4_k(const float* x, BlockQ4_K* out, std::size_t blocks);
+void encode_q6_k(const float* x, BlockQ6_K* out, std::size_t blocks);
+
+}  // namespace rf::cpu

@@ -1,0 +1,145 @@
+#include "backend/cpu/llama_forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/quant.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace rf::cpu {
+
+namespace {
+
+void add_bias(std::vector<float>& rows, const std::optional<Vector>& bias, std::size_t n_rows) {
+  if (!bias) return;
+  const std::size_t width = bias->size();
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    for (std::size_t i = 0; i < width; ++i) rows[r * width + i] += (*bias)[i];
+  }
+}
+
+}  // namespace
+
+LlamaForward::LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool)
+    : config_(config), weights_(weights), pool_(pool),
+      inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)) {}
+
+void LlamaForward::forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) {
+  const auto& c = config_;
+  const std::size_t n = batch.size();
+  const std::size_t hidden = c.hidden_size;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (batch.tokens[t] < 0 || batch.tokens[t] >= c.vocab_size) {
+      fail("token id {} is outside the vocabulary (0..{})", batch.tokens[t], c.vocab_size - 1);
+    }
+    const auto& table = batch.block_tables.at(batch.sequence[t]);
+    const auto block = static_cast<std::size_t>(batch.positions[t] / cache.block_size());
+    if (batch.positions[t] < 0 || block >= table.size() || table[block] < 0 || table[block] >= cache.n_blocks()) {
+      fail("position {} has no KV cache block", batch.positions[t]);
+    }
+  }
+
+  x_.resize(n * hidden);
+  normed_.resize(n * hidden);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  attn_.resize(n * c.q_dim());
+  proj_.resize(n * hidden);
+  gate_.resize(n * c.intermediate_size);
+  up_.resize(n * c.intermediate_size);
+
+  const auto& emb = weights_.token_embedding;
+  const std::size_t emb_row_bytes = row_bytes(emb.dtype, emb.cols);
+  for (std::size_t t = 0; t < n; ++t) {
+    dequantize_row(emb.dtype, static_cast<const std::uint8_t*>(emb.data) + batch.tokens[t] * emb_row_bytes,
+                   &x_[t * hidden], hidden);
+  }
+
+  auto per_token = [&](auto fn) {
+    pool_.parallel_for(n, 4, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t t = begin; t < end; ++t) fn(t);
+    });
+  };
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& w = weights_.layers[l];
+    per_token([&](std::size_t t) { rms_norm(&x_[t * hidden], w.attn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]); });
+    matmul(w.wq, normed_.data(), n, q_.data(), pool_);
+    matmul(w.wk, normed_.data(), n, k_.data(), pool_);
+    matmul(w.wv, normed_.data(), n, v_.data(), pool_);
+    add_bias(q_, w.bq, n);
+    add_bias(k_, w.bk, n);
+    add_bias(v_, w.bv, n);
+    per_token([&](std::size_t t) {
+      float* q = &q_[t * c.q_dim()];
+      float* k = &k_[t * c.kv_dim()];
+      if (c.qk_norm) {
+        for (int h = 0; h < c.n_heads; ++h) rms_norm(q + h * c.head_dim, w.q_norm->data(), c.head_dim, c.rms_norm_eps, q + h * c.head_dim);
+        for (int h = 0; h < c.n_kv_heads; ++h) rms_norm(k + h * c.head_dim, w.k_norm->data(), c.head_dim, c.rms_norm_eps, k + h * c.head_dim);
+      }
+      rope(q, c.n_heads, c.head_dim, batch.positions[t], inv_freq_.data(), c.rope_layout);
+      rope(k, c.n_kv_heads, c.head_dim, batch.positions[t], inv_freq_.data(), c.rope_layout);
+      const std::size_t slot = cache_slot(batch.block_tables[batch.sequence[t]], batch.positions[t], cache.block_size());
+      std::copy_n(k, c.kv_dim(), cache.key(l, slot));
+      std::copy_n(&v_[t * c.kv_dim()], c.kv_dim(), cache.value(l, slot));
+    });
+    attention(batch, cache, l);
+    matmul(w.wo, attn_.data(), n, proj_.data(), pool_);
+    per_token([&](std::size_t t) {
+      add_rms_norm(&x_[t * hidden], &proj_[t * hidden], w.ffn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]);
+    });
+    matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
+    matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
+    const std::size_t ffn = c.intermediate_size;
+    per_token([&](std::size_t t) { silu_mul(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
+    matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
+    for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
+  }
+
+  const std::size_t n_out = batch.logit_rows.size();
+  for (std::size_t r = 0; r < n_out; ++r) {
+    const std::size_t t = batch.logit_rows[r];
+    rms_norm(&x_[t * hidden], weights_.output_norm.data(), hidden, c.rms_norm_eps, &normed_[r * hidden]);
+  }
+  logits.resize(n_out * c.vocab_size);
+  matmul(weights_.output, normed_.data(), n_out, logits.data(), pool_);
+}
+
+void LlamaForward::attention(const Batch& batch, KvCache& cache, int layer) {
+  const auto& c = config_;
+  const int group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const std::size_t n = batch.size();
+  pool_.parallel_for(n * c.n_heads, 1, [&](std::size_t begin, std::size_t end) {
+    std::vector<float> scores;
+    for (std::size_t item = begin; item < end; ++item) {
+      const std::size_t t = item / c.n_heads;
+      const int h = static_cast<int>(item % c.n_heads);
+      const int kv_offset = (h / group) * c.head_dim;
+      const float* q = &q_[t * c.q_dim() + h * c.head_dim];
+      const auto& table = batch.block_tables[batch.sequence[t]];
+      const int len = batch.positions[t] + 1;  // causal: this token and every earlier one
+      auto slot = [&](int p) { return cache_slot(table, p, cache.block_size()); };
+      scores.resize(len);
+      for (int p = 0; p < len; ++p) {
+        const float* k = cache.key(layer, slot(p)) + kv_offset;
+        float dot = 0.0f;
+        for (int d = 0; d < c.head_dim; ++d) dot += q[d] * k[d];
+        scores[p] = dot * scale;
+      }
+      softmax(scores.data(), len);
+      float* out = &attn_[t * c.q_dim() + h * c.head_dim];
+      std::fill_n(out, c.head_dim, 0.0f);
+      for (int p = 0; p < len; ++p) {
+        const float* v = cache.value(layer, slot(p)) + kv_offset;
+        for (int d = 0; d < c.head_dim; ++d) out[d] += scores[p] * v[d];
+      }
+    }
+  });
+}
+
+}  // namespace rf::cpu

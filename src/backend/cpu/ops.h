@@ -1,0 +1,26 @@
+#pragma once
+// The small per-token operations of a Llama decoder layer, in plain fp32. They are the CPU
+// backend's implementation and the reference every GPU kernel is tested against.
+#include <cstddef>
+
+#include "model/config.h"
+
+namespace rf::cpu {
+
+// out = x / rms(x) * weight, rms over n elements. out may alias x.
+void rms_norm(const float* x, const float* weight, std::size_t n, double eps, float* out);
+
+// x += residual, then out = rms_norm(x): the residual stream update fused with the next norm.
+void add_rms_norm(float* x, const float* residual, const float* weight, std::size_t n, double eps, float* out);
+
+// Rotates each of n_heads heads of `x` (head_dim wide, contiguous) for position `pos`.
+// inv_freq has head_dim / 2 entries; angles are computed in fp32 as Hugging Face does.
+void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeLayout layout);
+
+// out[i] = silu(gate[i]) * up[i]
+void silu_mul(const float* gate, const float* up, std::size_t n, float* out);
+
+// In-place softmax over n values (max-subtracted).
+void softmax(float* x, std::size_t n);
+
+}  // namespace rf::cpu

@@ -1,0 +1,54 @@
+#include "backend/cpu/quant.h"
+
+#include <cstring>
+
+#include "backend/cpu/encode.h"
+#include "backend/cpu/kernel_table.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace rf::cpu {
+
+namespace {
+
+void check_row_length(DType type, std::size_t n) {
+  const std::size_t block = dtype_info(type).block_elems;
+  if (n % block != 0) {
+    fail("a {} row of {} elements is not a whole number of {}-element blocks", dtype_name(type), n, block);
+  }
+}
+
+std::size_t index(DType type) { return static_cast<std::size_t>(type); }
+
+}  // namespace
+
+void dequantize_row(DType type, const void* src, float* dst, std::size_t n) {
+  check_row_length(type, n);
+  kernels().dequantize[index(type)](src, dst, n);
+}
+
+float dot_row(DType type, const void* row, const float* x, std::size_t n) {
+  check_row_length(type, n);
+  return kernels().dot[index(type)](row, x, n);
+}
+
+void quantize_row(DType type, const float* src, void* dst, std::size_t n) {
+  check_row_length(type, n);
+  const std::size_t blocks = n / dtype_info(type).block_elems;
+  switch (type) {
+    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F16:
+      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      return;
+    case DType::BF16:
+      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
+      return;
+    case DType::Q8_0: encode_q8_0(src, static_cast<BlockQ8_0*>(dst), blocks); return;
+    case DType::Q4_0: encode_q4_0(src, static_cast<BlockQ4_0*>(dst), blocks); return;
+    case DType::Q4_K: encode_q4_k(src, static_cast<BlockQ4_K*>(dst), blocks); return;
+    case DType::Q6_K: encode_q6_k(src, static_cast<BlockQ6_K*>(dst), blocks); return;
+  }
+  fail("quantize_row: unknown dtype {}", index(type));
+}
+
+}  // namespace rf::cpu

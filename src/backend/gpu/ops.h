@@ -1,0 +1,62 @@
+#pragma once
+// The GPU kernels of a Llama decoder step, one launch_* wrapper each (kernels in the .cu file of the
+// same name). All pointers are device pointers; every launch is asynchronous on `stream` and throws
+// rf::Error for bad arguments or a failed launch. The CPU functions they mirror (backend/cpu/ops.h,
+// quant.h) are the references their tests compare against.
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/gpu/vendor.h"
+#include "formats/weight_matrix.h"
+#include "model/config.h"
+
+namespace rf::gpu {
+
+// out[t] = row tokens[t] of `table`, decoded to fp32 (any stored type). Token ids are the caller's
+// to check, on the host, as the CPU backend does.
+void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
+                      gpuStream_t stream);
+
+// For each of `rows` rows of n values: x += residual (when residual is not null), then
+// out = x / rms(x) * weight: the residual update fused with the next norm. out may alias x.
+void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
+                     gpuStream_t stream);
+
+struct HeadShape {
+  int n_heads;     // query heads
+  int n_kv_heads;  // key/value heads (n_heads a multiple of it)
+  int head_dim;
+};
+
+// Qwen3's q/k norm, in place: every head of q ([n_tokens, q_dim]) and k ([n_tokens, kv_dim]) is
+// rms-normalised over head_dim with the weight shared by all heads of q (q_weight) or k (k_weight).
+void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
+                    float eps, gpuStream_t stream);
+
+// One layer of the paged KV cache on the GPU: f16 rows of kv_dim values, the row of cache slot s
+// (= block * block_size + offset, see backend/cpu/kv_cache.h) at s * kv_dim. f16 halves the bytes
+// decode attention reads; keys and values stay far inside its range (|x| < 65504), and its 11-bit
+// significand keeps them within 2^-11 relative of fp32.
+struct KvCacheLayer {
+  std::uint16_t* keys;
+  std::uint16_t* values;
+};
+
+// Rotates q ([n_tokens, q_dim], in place) and k by RoPE at each token's position and appends the
+// rotated k and the unchanged v ([n_tokens, kv_dim]) to the cache at slots[t]. inv_freq holds
+// head_dim / 2 inverse frequencies, scaling (linear, llama3) already applied (rope_inv_freq).
+void launch_rope_kv_append(float* q, const float* k, const float* v, const std::int32_t* positions,
+                           const std::int32_t* slots, int n_tokens, HeadShape shape, const float* inv_freq,
+                           RopeLayout layout, KvCacheLayer cache, gpuStream_t stream);
+
+// out[i] = silu(gate[i]) * up[i] for n values; out may alias gate or up.
+void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream);
+
+// In-place softmax over each of `rows` rows of n values.
+void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
+
+// y = W x for one vector: y[r] = sum_c W[r][c] * x[c], W in its stored type (decoded in registers).
+// Quantized rows must be whole blocks, and Q4_K's data 16-byte aligned (device allocations are).
+void launch_gemv(const WeightMatrix& w, const float* x, float* y, gpuStream_t stream);
+
+}  // namespace rf::gpu

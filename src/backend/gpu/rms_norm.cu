@@ -1,0 +1,70 @@
+// RMSNorm, optionally fused with the residual add before it; and Qwen3's per-head q/k norm.
+#include "backend/gpu/launch_check.h"
+#include "backend/gpu/ops.h"
+#include "backend/gpu/reduce.cuh"
+
+namespace rf::gpu {
+
+namespace {
+
+// One row by a block of kThreads: x += residual (if any), out = x / rms(x) * weight, computed in the
+// CPU reference's order. Each thread reads and writes only its own elements, so out may alias x.
+template <int kThreads>
+__device__ void rms_norm_row(float* x, const float* residual, const float* weight, int n, float eps, float* out) {
+  float sum_sq = 0.0f;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    float v = x[i];
+    if (residual) {
+      v += residual[i];
+      x[i] = v;
+    }
+    sum_sq += v * v;
+  }
+  sum_sq = block_sum<kThreads>(sum_sq);
+  const float scale = 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
+  for (int i = threadIdx.x; i < n; i += kThreads) out[i] = x[i] * scale * weight[i];
+}
+
+constexpr int kRowThreads = 256;
+// Heads are 64 to 256 wide: a block of the widest warp keeps most threads busy.
+constexpr int kHeadThreads = kMaxWarpSize;
+
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    rms_norm_kernel(float* x, const float* residual, const float* weight, int n, float eps, float* out) {
+  const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
+  rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
+}
+
+// Blocks [0, q_heads) take q's heads, the rest k's.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) qk_norm_kernel(float* q, float* k, const float* q_weight,
+                                                           const float* k_weight, int q_heads, int head_dim, float eps) {
+  const int head = blockIdx.x;
+  const bool is_q = head < q_heads;
+  float* x = is_q ? q + static_cast<std::size_t>(head) * head_dim : k + static_cast<std::size_t>(head - q_heads) * head_dim;
+  rms_norm_row<kThreads>(x, nullptr, is_q ? q_weight : k_weight, head_dim, eps, x);
+}
+
+}  // namespace
+
+void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
+                     gpuStream_t stream) {
+  require(rows >= 0 && n > 0, "launch_rms_norm", "empty rows or negative row count");
+  if (rows == 0) return;
+  rms_norm_kernel<kRowThreads><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
+                    float eps, gpuStream_t stream) {
+  require(n_tokens >= 0 && shape.n_heads > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0, "launch_qk_norm",
+          "bad head shape or negative token count");
+  if (n_tokens == 0) return;
+  const int q_heads = n_tokens * shape.n_heads;
+  const int heads = q_heads + n_tokens * shape.n_kv_heads;
+  qk_norm_kernel<kHeadThreads><<<heads, kHeadThreads, 0, stream>>>(q, k, q_weight, k_weight, q_heads, shape.head_dim, eps);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,133 @@
+#pragma once
+// The one place where CUDA and HIP differ by name. Kernels and host code use the gpu* names and
+// RF_* macros below; the build defines ROCMFORGE_GPU_CUDA (nvcc) or ROCMFORGE_GPU_HIP (ROCm clang).
+// The host half is plain C++ (included by .cpp files too); the device half is compiled only by the
+// GPU compilers.
+
+#if defined(ROCMFORGE_GPU_CUDA)
+#include <cuda_runtime_api.h>
+
+using gpuError_t = cudaError_t;
+using gpuStream_t = cudaStream_t;
+using gpuDeviceProp = cudaDeviceProp;
+inline constexpr gpuError_t gpuSuccess = cudaSuccess;
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemset cudaMemset
+#define gpuStreamCreate cudaStreamCreate
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuEvent_t cudaEvent_t
+#define gpuEventCreate cudaEventCreate
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+
+#elif defined(ROCMFORGE_GPU_HIP)
+#include <hip/hip_runtime_api.h>
+
+using gpuError_t = hipError_t;
+using gpuStream_t = hipStream_t;
+using gpuDeviceProp = hipDeviceProp_t;
+inline constexpr gpuError_t gpuSuccess = hipSuccess;
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemset hipMemset
+#define gpuStreamCreate hipStreamCreate
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuEvent_t hipEvent_t
+#define gpuEventCreate hipEventCreate
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+
+#else
+#error "vendor.h needs ROCMFORGE_GPU_CUDA or ROCMFORGE_GPU_HIP (link rf_gpu)"
+#endif
+
+namespace rf::gpu {
+
+// "cuda" or "hip": the runtime this build talks to.
+const char* backend_name();
+
+// Throws rf::Error naming the call, where it was made and the runtime's own message.
+[[noreturn]] void throw_gpu_error(gpuError_t status, const char* call, const char* file, int line);
+
+}  // namespace rf::gpu
+
+// Checks a runtime call's status.
+#define RF_GPU_CHECK(call)                                                                  \
+  do {                                                                                      \
+    const gpuError_t rf_gpu_status = (call);                                                \
+    if (rf_gpu_status != gpuSuccess) ::rf::gpu::throw_gpu_error(rf_gpu_status, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// After a <<<...>>> launch: reports a bad configuration (launches are otherwise silent).
+#define RF_GPU_CHECK_LAUNCH() RF_GPU_CHECK(gpuGetLastError())
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+// ---- Device half ----
+#if defined(ROCMFORGE_GPU_CUDA)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#else
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#endif
+
+// RF_WARP_SIZE: lanes per warp (NVIDIA) or wavefront (AMD), a compile-time constant of each target.
+// CDNA (gfx9: gfx908, gfx90a, gfx94x) runs 64-wide wavefronts; RDNA (gfx10+) 32-wide; NVIDIA 32.
+// On HIP the host pass sees a placeholder value, so RF_WARP_SIZE must never shape a kernel's
+// signature or a launch: host code sizes launches in threads, kernels split them into warps.
+#if defined(ROCMFORGE_GPU_CUDA)
+#define RF_WARP_SIZE 32
+#elif defined(__AMDGCN_WAVEFRONT_SIZE)
+#define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#elif defined(__GFX9__)
+#define RF_WARP_SIZE 64
+#else
+#define RF_WARP_SIZE 32
+#endif
+
+// The widest warp of any target: launch shapes built from it hold whole warps everywhere.
+inline constexpr int kMaxWarpSize = 64;
+static_assert(kMaxWarpSize % RF_WARP_SIZE == 0);
+
+namespace rf::gpu {
+
+// v from the lane whose index is this lane's xor `lane_mask`, over the whole warp.
+__device__ __forceinline__ float shuffle_xor(float v, int lane_mask) {
+#if defined(ROCMFORGE_GPU_CUDA)
+  constexpr unsigned kAllLanes = 0xffffffffu;  // CUDA's mask type is 32 bits: one bit per lane
+  return __shfl_xor_sync(kAllLanes, v, lane_mask);
+#else
+  return __shfl_xor(v, lane_mask);  // HIP 5.2 has no _sync variants; wavefronts run in lockstep
+#endif
+}
+
+__device__ __forceinline__ float half_bits_to_float(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ unsigned short float_to_half_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+
+}  // namespace rf::gpu
+#endif  // device half

@@ -1,0 +1,92 @@
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/runner_options.h"
+#include "engine/generate.h"
+
+namespace rf::cli {
+
+namespace {
+
+struct GenerateFlags {
+  RunnerFlags runner;
+  std::string prompt;
+  int max_tokens = 256;
+  bool ignore_eos = false;
+  bool no_special = false;
+  std::vector<std::string> stop;
+  SamplingParams sampling;
+  CLI::Option* temperature = nullptr;
+  CLI::Option* top_k = nullptr;
+  CLI::Option* top_p = nullptr;
+  CLI::Option* min_p = nullptr;
+  CLI::Option* repetition_penalty = nullptr;
+  CLI::Option* seed = nullptr;
+};
+
+// Values the user did not give come from generation_config.json, then from llama.cpp's defaults.
+void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
+  auto& s = f.sampling;
+  if (!f.temperature->count()) {
+    if (d.do_sample && !*d.do_sample) s.temperature = 0;
+    else if (d.temperature) s.temperature = *d.temperature;
+  }
+  if (!f.top_k->count() && d.top_k) s.top_k = *d.top_k;
+  if (!f.top_p->count() && d.top_p) s.top_p = *d.top_p;
+  if (!f.min_p->count() && d.min_p) s.min_p = *d.min_p;
+  if (!f.repetition_penalty->count() && d.repetition_penalty) s.repetition_penalty = *d.repetition_penalty;
+  if (!f.seed->count()) s.seed = std::random_device{}();
+}
+
+void run(GenerateFlags& f) {
+  f.sampling.validate();
+  auto runner = f.runner.load();
+  apply_model_defaults(f, runner->checkpoint().generation_defaults());
+  const auto prompt = runner->tokenizer().encode(f.prompt, !f.no_special);
+  GenerateOptions options;
+  options.max_tokens = f.max_tokens;
+  options.stop = f.stop;
+  options.ignore_eos = f.ignore_eos;
+  options.sampling = f.sampling;
+  const auto result = generate(*runner, prompt, options, [](std::string_view text) {
+    fmt::print("{}", text);
+    std::fflush(stdout);
+  });
+  fmt::print("\n");
+  const auto rate = [](std::size_t tokens, double seconds) { return seconds > 0 ? tokens / seconds : 0.0; };
+  fmt::print(stderr, "prompt: {} tokens in {:.3f} s ({:.2f} tokens/s)\n", result.prompt_tokens, result.prompt_seconds,
+             rate(result.prompt_tokens, result.prompt_seconds));
+  fmt::print(stderr, "generation: {} tokens in {:.3f} s ({:.2f} tokens/s), stopped by {}\n", result.tokens.size(),
+             result.generate_seconds, rate(result.tokens.size(), result.generate_seconds),
+             result.finish == FinishReason::Stop ? "end of text or a stop string" : "the token limit");
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto flags = std::make_shared<GenerateFlags>();
+  auto* cmd = app.add_subcommand("generate", "Generate text from a prompt, streaming it as it is produced");
+  flags->runner.add_to(*cmd);
+  cmd->add_option("-p,--prompt", flags->prompt, "The prompt text")->required();
+  cmd->add_option("-n,--max-tokens", flags->max_tokens, "Tokens to generate at most (-1: until the context is full)")
+      ->check(CLI::Range(-1, 1 << 30));
+  auto& s = flags->sampling;
+  flags->temperature = cmd->add_option("--temp", s.temperature, "Temperature (0: greedy)");
+  flags->top_k = cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)");
+  flags->top_p = cmd->add_option("--top-p", s.top_p, "Nucleus sampling threshold (1: off)");
+  flags->min_p = cmd->add_option("--min-p", s.min_p, "Drop tokens below min-p times the top probability (0: off)");
+  flags->repetition_penalty = cmd->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");
+  cmd->add_option("--repeat-last-n", s.penalty_last_n, "Recent tokens the penalties look at (-1: all)");
+  cmd->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
+  flags->seed = cmd->add_option("-s,--seed", s.seed, "Random seed (default: random)");
+  cmd->add_option("--stop", flags->stop, "Stop when this string is generated (repeatable)");
+  cmd->add_flag("--ignore-eos", flags->ignore_eos, "Keep generating past the end-of-text token");
+  cmd->add_flag("--no-special", flags->no_special, "Do not add BOS/EOS to the prompt");
+  cmd->callback([flags] { run(*flags); });
+}
+
+}  // namespace rf::cli

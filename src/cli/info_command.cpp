@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "engine/model_runner.h"
+#include "model/checkpoint.h"
+
+namespace rf::cli {
+
+namespace {
+
+struct InfoFlags {
+  std::string model;
+  int ctx_size = 0;
+};
+
+std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
+
+void print_backends() {
+  fmt::print("backends built: cpu\n");
+  fmt::print("devices: cpu ({} threads)\n", std::thread::hardware_concurrency());
+}
+
+void print_model(const InfoFlags& f) {
+  const Checkpoint ckpt = Checkpoint::load(f.model);
+  const ModelConfig& c = ckpt.config();
+  const int ctx = f.ctx_size > 0 ? f.ctx_size : default_ctx_size(c);
+  // The CPU backend keeps keys and values in fp32.
+  const std::size_t kv_bytes = 2ull * c.n_layers * ctx * c.kv_dim() * sizeof(float);
+  fmt::print("model: {}\n", f.model);
+  fmt::print("format: {}\n", ckpt.format() == CheckpointFormat::Gguf ? "gguf" : "hugging face safetensors");
+  fmt::print("architecture: {} ({} layers, hidden {}, ffn {}, {} heads, {} kv heads, head dim {}, vocab {})\n",
+             arch_name(c.arch), c.n_layers, c.hidden_size, c.intermediate_size, c.n_heads, c.n_kv_heads, c.head_dim,
+             c.vocab_size);
+  fmt::print("parameters: {} ({:.2f} B)\n", ckpt.parameter_count(), ckpt.parameter_count() / 1e9);
+  fmt::print("weight types: {}\n", ckpt.dtype_summary());
+  fmt::print("context length: {} (trained), {} (used below)\n", c.max_position_embeddings, ctx);
+  fmt::print("memory: weights {}, KV cache {} (fp32, {} tokens), total {}\n", gib(ckpt.weight_bytes()), gib(kv_bytes),
+             ctx, gib(ckpt.weight_bytes() + kv_bytes));
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto flags = std::make_shared<InfoFlags>();
+  auto* cmd = app.add_subcommand("info", "The backends and devices of this build, and a model's shape and memory needs");
+  cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
+  cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
+  cmd->callback([flags] {
+    print_backends();
+    if (!flags->model.empty()) print_model(*flags);
+  });
+}
+
+}  // namespace rf::cli

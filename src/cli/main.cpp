@@ -1,0 +1,30 @@
+// rocmforge: run Llama-family models on AMD and NVIDIA GPUs or the CPU.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"rocmforge: Llama-family inference on ROCm, CUDA and the CPU"};
+  app.require_subcommand(1);
+  rf::cli::add_generate_command(app);
+  rf::cli::add_perplexity_command(app);
+  rf::cli::add_tokenize_command(app);
+  rf::cli::add_info_command(app);
+  rf::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const rf::Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory\n");
+    return 1;
+  }
+  return 0;
+}

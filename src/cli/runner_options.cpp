@@ -1,0 +1,39 @@
+#include "cli/runner_options.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace rf::cli {
+
+void RunnerFlags::add_to(CLI::App& command) {
+  command.add_option("-m,--model", model, "Model: a Hugging Face folder or a .gguf file (default: the bundled demo model)");
+  command.add_option("--device", device, "auto, cpu, cuda or rocm")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
+  command.add_option("-t,--threads", options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
+  command.add_option("-c,--ctx-size,--ctx", options.ctx_size, "Context size in tokens (0: the model's, at most 4096)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("-b,--batch-size", options.max_batch_tokens, "Prompt tokens per forward step")
+      ->check(CLI::PositiveNumber);
+}
+
+std::string default_model_path() {
+  if (const char* env = std::getenv("ROCMFORGE_MODEL"); env && *env) return env;
+  return ROCMFORGE_DEFAULT_MODEL;
+}
+
+void check_device(const std::string& device) {
+  if (device == "cuda" || device == "rocm") {
+    fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
+         device == "cuda" ? "CUDA" : "ROCm", device);
+  }
+}
+
+std::unique_ptr<ModelRunner> RunnerFlags::load() const {
+  check_device(device);
+  return std::make_unique<ModelRunner>(model.empty() ? default_model_path() : model, options);
+}
+
+}  // namespace rf::cli

@@ -1,0 +1,151 @@
+#include "engine/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "engine/model_runner.h"
+#include "engine/sequence.h"
+#include "util/error.h"
+
+namespace rf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::mt19937& rng) {
+  std::uniform_int_distribution<std::int32_t> pick(0, vocab - 1);
+  std::vector<std::int32_t> ids(n);
+  for (auto& id : ids) id = pick(rng);
+  return ids;
+}
+
+// Weight bytes one forward step reads: every matrix once, except the embedding table, of which
+// only one row per token is gathered (unless it doubles as the output head).
+double step_weight_bytes(const Checkpoint& ckpt) {
+  const auto& e = ckpt.weights().token_embedding;
+  const double embedding = static_cast<double>(e.rows * row_bytes(e.dtype, e.cols));
+  return static_cast<double>(ckpt.weight_bytes()) - (ckpt.config().tie_word_embeddings ? 0.0 : embedding);
+}
+
+// Bytes of keys and values a token at `position` reads (fp32 cache, every layer).
+double kv_bytes_read(const ModelConfig& c, int position) {
+  return 2.0 * c.n_layers * c.kv_dim() * sizeof(float) * (position + 1);
+}
+
+double prefill_flops(const ModelConfig& c, std::size_t params_in_matrices, int tokens) {
+  const double projections = 2.0 * static_cast<double>(params_in_matrices) * tokens;
+  // QK^T and PV over the causal triangle, every head of every layer.
+  const double attention = 4.0 * c.head_dim * c.n_heads * c.n_layers * (tokens * (tokens + 1.0) / 2.0);
+  return projections + attention;
+}
+
+std::size_t matrix_parameters(const Checkpoint& ckpt) {
+  const auto& c = ckpt.config();
+  const std::size_t per_layer = static_cast<std::size_t>(c.hidden_size) * (2 * c.q_dim() + 2 * c.kv_dim()) +
+                                3ull * c.hidden_size * c.intermediate_size;
+  return per_layer * c.n_layers + static_cast<std::size_t>(c.vocab_size) * c.hidden_size;  // + output head
+}
+
+double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens) {
+  SequenceBlocks blocks(runner.blocks(), ModelRunner::kBlockSize);
+  blocks.reserve(static_cast<int>(tokens.size()));
+  std::vector<float> logits;
+  const auto start = Clock::now();
+  for (std::size_t begin = 0; begin < tokens.size(); begin += runner.max_batch_tokens()) {
+    const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), tokens.size() - begin);
+    Batch batch;
+    batch.block_tables.push_back(blocks.table());
+    batch.add_sequence(0, tokens.data() + begin, count, static_cast<int>(begin), begin + count == tokens.size());
+    runner.forward(batch, logits);
+  }
+  return seconds_since(start);
+}
+
+// `batch` sequences decode `steps` tokens together from an empty context.
+double time_decode(ModelRunner& runner, int batch_size, int steps, std::mt19937& rng) {
+  std::vector<std::unique_ptr<SequenceBlocks>> sequences;
+  for (int s = 0; s < batch_size; ++s) {
+    sequences.push_back(std::make_unique<SequenceBlocks>(runner.blocks(), ModelRunner::kBlockSize));
+    sequences.back()->reserve(steps);
+  }
+  const auto tokens = random_tokens(static_cast<std::size_t>(batch_size) * steps, runner.config().vocab_size, rng);
+  std::vector<float> logits;
+  const auto start = Clock::now();
+  for (int step = 0; step < steps; ++step) {
+    Batch batch;
+    for (int s = 0; s < batch_size; ++s) {
+      batch.block_tables.push_back(sequences[s]->table());
+      batch.add_sequence(s, &tokens[static_cast<std::size_t>(step) * batch_size + s], 1, step, true);
+    }
+    runner.forward(batch, logits);
+  }
+  return seconds_since(start);
+}
+
+BenchRow summarise(std::string test, int batch, std::vector<double> rates) {
+  BenchRow row;
+  row.test = std::move(test);
+  row.batch = batch;
+  row.tokens_per_second = rates;
+  std::sort(rates.begin(), rates.end());
+  row.median = rates[rates.size() / 2];
+  row.min = rates.front();
+  row.max = rates.back();
+  return row;
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settings, const DeviceCeilings& ceilings) {
+  if (settings.repetitions < 1) fail("repetitions must be at least 1");
+  const ModelConfig& c = runner.config();
+  const double weight_bytes = step_weight_bytes(runner.checkpoint());
+  std::mt19937 rng(12345);
+  std::vector<BenchRow> rows;
+
+  for (int p : settings.prompt_lengths) {
+    if (p <= 0) continue;
+    if (p > runner.ctx_size()) fail("pp{} does not fit in the context of {} (raise --ctx-size)", p, runner.ctx_size());
+    const auto tokens = random_tokens(p, c.vocab_size, rng);
+    time_prefill(runner, tokens);  // warm-up
+    std::vector<double> rates;
+    for (int r = 0; r < settings.repetitions; ++r) rates.push_back(p / time_prefill(runner, tokens));
+    BenchRow row = summarise("pp" + std::to_string(p), 1, std::move(rates));
+    const double chunks = std::ceil(static_cast<double>(p) / runner.max_batch_tokens());
+    const double memory_seconds = chunks * weight_bytes / ceilings.read_bandwidth;
+    const double compute_seconds = prefill_flops(c, matrix_parameters(runner.checkpoint()), p) / ceilings.matmul_flops;
+    row.bound = p / std::max(memory_seconds, compute_seconds);
+    row.bound_by = compute_seconds >= memory_seconds ? "compute" : "memory";
+    row.bytes_per_step = chunks * weight_bytes;
+    rows.push_back(std::move(row));
+  }
+
+  for (int n : settings.generation_lengths) {
+    if (n <= 0) continue;
+    for (int b : settings.batch_sizes) {
+      if (b <= 0) fail("batch sizes must be positive, got {}", b);
+      if (static_cast<long>(b) * ((n + ModelRunner::kBlockSize - 1) / ModelRunner::kBlockSize) > runner.blocks().total_blocks()) {
+        fail("tg{} with batch {} needs more KV cache than the context of {} holds (raise --ctx-size)", n, b, runner.ctx_size());
+      }
+      time_decode(runner, b, std::min(n, 8), rng);  // warm-up
+      std::vector<double> rates;
+      for (int r = 0; r < settings.repetitions; ++r) rates.push_back(static_cast<double>(b) * n / time_decode(runner, b, n, rng));
+      BenchRow row = summarise("tg" + std::to_string(n), b, std::move(rates));
+      double bytes = 0;
+      for (int step = 0; step < n; ++step) bytes += weight_bytes + b * kv_bytes_read(c, step);
+      row.bound = static_cast<double>(b) * n / (bytes / ceilings.read_bandwidth);
+      row.bound_by = "memory";
+      row.bytes_per_step = bytes / n;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace rf

@@ -1,0 +1,82 @@
+#include "engine/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/model_runner.h"
+#include "engine/sequence.h"
+#include "engine/stop_matcher.h"
+#include "util/error.h"
+
+namespace rf {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& prompt, const GenerateOptions& options,
+                        const std::function<void(std::string_view)>& on_text) {
+  if (prompt.empty()) fail("the prompt is empty: nothing to generate from");
+  const int ctx = runner.ctx_size();
+  if (static_cast<int>(prompt.size()) >= ctx) {
+    fail("the prompt has {} tokens, which does not fit in the context of {} (raise --ctx-size)", prompt.size(), ctx);
+  }
+  const int room = ctx - static_cast<int>(prompt.size());
+  const int max_tokens = options.max_tokens < 0 ? room : std::min(options.max_tokens, room);
+
+  Sampler sampler(options.sampling);
+  StopMatcher stops(options.stop);
+  StreamDecoder decoder(runner.tokenizer());
+  SequenceBlocks blocks(runner.blocks(), ModelRunner::kBlockSize);
+  GenerateResult result;
+  result.prompt_tokens = prompt.size();
+  auto emit = [&](std::string_view text) {
+    if (text.empty()) return;
+    result.text += text;
+    if (on_text) on_text(text);
+  };
+
+  std::vector<std::int32_t> history = prompt;
+  std::vector<float> logits;
+  const auto prefill_start = std::chrono::steady_clock::now();
+  for (std::size_t begin = 0; begin < prompt.size(); begin += runner.max_batch_tokens()) {
+    const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), prompt.size() - begin);
+    blocks.reserve(static_cast<int>(begin + count));
+    Batch batch;
+    batch.block_tables.push_back(blocks.table());
+    batch.add_sequence(0, prompt.data() + begin, count, static_cast<int>(begin), begin + count == prompt.size());
+    runner.forward(batch, logits);
+  }
+  result.prompt_seconds = seconds_since(prefill_start);
+
+  const auto& stop_ids = runner.stop_ids();
+  const auto decode_start = std::chrono::steady_clock::now();
+  while (static_cast<int>(result.tokens.size()) < max_tokens) {
+    const std::int32_t next = sampler.sample(logits, history);
+    if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+      result.finish = FinishReason::Stop;
+      break;
+    }
+    result.tokens.push_back(next);
+    history.push_back(next);
+    emit(stops.push(decoder.push(next)));
+    if (stops.stopped()) {
+      result.finish = FinishReason::Stop;
+      break;
+    }
+    if (static_cast<int>(result.tokens.size()) == max_tokens) break;  // no forward for a token nobody samples
+    const int pos = static_cast<int>(history.size()) - 1;
+    blocks.reserve(pos + 1);
+    Batch batch;
+    batch.block_tables.push_back(blocks.table());
+    batch.add_sequence(0, &next, 1, pos, true);
+    runner.forward(batch, logits);
+  }
+  if (!stops.stopped()) emit(stops.push(decoder.flush()) + stops.flush());
+  result.generate_seconds = seconds_since(decode_start);
+  return result;
+}
+
+}  // namespace rf

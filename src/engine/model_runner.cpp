@@ -1,0 +1,57 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+
+#include "formats/gguf.h"
+#include "util/error.h"
+
+namespace rf {
+
+namespace {
+
+Tokenizer load_tokenizer(const Checkpoint& ckpt) {
+  if (ckpt.gguf()) return Tokenizer::from_gguf(*ckpt.gguf());
+  return Tokenizer::from_json_file(ckpt.tokenizer_json());
+}
+
+int choose_ctx_size(const ModelConfig& config, int requested) {
+  if (requested < 0) fail("context size must be positive, got {}", requested);
+  return requested == 0 ? default_ctx_size(config) : requested;
+}
+
+}  // namespace
+
+int default_ctx_size(const ModelConfig& config) { return std::min(config.max_position_embeddings, 4096); }
+
+ModelRunner::ModelRunner(const std::string& model_path, const RunnerOptions& options)
+    : ModelRunner(Checkpoint::load(model_path), std::nullopt, options) {
+  tokenizer_ = load_tokenizer(checkpoint_);
+  if (static_cast<std::size_t>(config().vocab_size) < tokenizer_->vocab_size()) {
+    fail("{}: the tokenizer has {} tokens but the model only {}", model_path, tokenizer_->vocab_size(), config().vocab_size);
+  }
+  for (auto id : tokenizer_->eog_ids()) {
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) stop_ids_.push_back(id);
+  }
+}
+
+ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokenizer, const RunnerOptions& options)
+    : options_(options),
+      checkpoint_(std::move(checkpoint)),
+      tokenizer_(std::move(tokenizer)),
+      ctx_size_(choose_ctx_size(checkpoint_.config(), options.ctx_size)),
+      pool_(options.threads),
+      cache_(config().n_layers, config().kv_dim(), kBlockSize, (ctx_size_ + kBlockSize - 1) / kBlockSize),
+      blocks_(cache_.n_blocks()),
+      forward_(checkpoint_.config(), checkpoint_.weights(), pool_) {
+  if (options.max_batch_tokens <= 0) fail("batch size must be positive, got {}", options.max_batch_tokens);
+  stop_ids_ = config().eos_token_ids;
+}
+
+const Tokenizer& ModelRunner::tokenizer() const {
+  if (!tokenizer_) fail("{} has no tokenizer", checkpoint_.path());
+  return *tokenizer_;
+}
+
+void ModelRunner::forward(const Batch& batch, std::vector<float>& logits) { forward_.forward(batch, cache_, logits); }
+
+}  // namespace rf

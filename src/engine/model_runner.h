@@ -1,0 +1,62 @@
+#pragma once
+// A loaded model ready to run: checkpoint, tokenizer, the backend's forward pass and its paged
+// KV cache with the block allocator. The engine's generation and scoring loops drive it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kv_cache.h"
+#include "backend/cpu/llama_forward.h"
+#include "engine/block_allocator.h"
+#include "model/checkpoint.h"
+#include "tokenizer/tokenizer.h"
+#include "util/thread_pool.h"
+
+namespace rf {
+
+struct RunnerOptions {
+  int threads = 0;         // 0: one per hardware thread
+  int ctx_size = 0;        // positions the KV cache holds in total; 0: the model's context, at most 4096
+  int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
+};
+
+// The context a runner gets when none is asked for: the model's, capped at 4096 to bound memory.
+int default_ctx_size(const ModelConfig& config);
+
+class ModelRunner {
+ public:
+  static constexpr int kBlockSize = 16;
+
+  // Loads a checkpoint (folder or .gguf) with its tokenizer.
+  ModelRunner(const std::string& model_path, const RunnerOptions& options);
+  // Runs a checkpoint already in memory; without a tokenizer, only token ids go in and out.
+  ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokenizer, const RunnerOptions& options);
+
+  const Checkpoint& checkpoint() const { return checkpoint_; }
+  const ModelConfig& config() const { return checkpoint_.config(); }
+  const Tokenizer& tokenizer() const;  // throws if the model came without one
+  int ctx_size() const { return ctx_size_; }
+  int max_batch_tokens() const { return options_.max_batch_tokens; }
+  int threads() const { return pool_.size(); }
+  BlockAllocator& blocks() { return blocks_; }
+
+  // One forward step; logits has batch.logit_rows.size() rows of vocab_size.
+  void forward(const Batch& batch, std::vector<float>& logits);
+
+  // Ids that end a generation: the tokenizer's end-of-generation tokens and the config's eos ids.
+  const std::vector<std::int32_t>& stop_ids() const { return stop_ids_; }
+
+ private:
+  RunnerOptions options_;
+  Checkpoint checkpoint_;
+  std::optional<Tokenizer> tokenizer_;
+  int ctx_size_;
+  ThreadPool pool_;
+  cpu::KvCache cache_;
+  BlockAllocator blocks_;
+  cpu::LlamaForward forward_;
+  std::vector<std::int32_t> stop_ids_;
+};
+
+}  // namespace rf

@@ -1,0 +1,86 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "util/error.h"
+
+namespace rf {
+
+void SamplingParams::validate() const {
+  if (!std::isfinite(temperature) || temperature < 0) fail("temperature must be >= 0, got {}", temperature);
+  if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got {}", top_p);
+  if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got {}", min_p);
+  if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
+    fail("repetition penalty must be > 0, got {}", repetition_penalty);
+  }
+  if (!std::isfinite(presence_penalty) || !std::isfinite(frequency_penalty)) fail("penalties must be finite");
+  if (penalty_last_n < -1) fail("penalty window must be >= -1, got {}", penalty_last_n);
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
+
+void Sampler::apply_penalties(std::span<float> logits, std::span<const std::int32_t> history) const {
+  const bool any = params_.repetition_penalty != 1.0 || params_.presence_penalty != 0.0 ||
+                   params_.frequency_penalty != 0.0;
+  if (!any || params_.penalty_last_n == 0) return;
+  std::size_t window = history.size();
+  if (params_.penalty_last_n > 0) window = std::min<std::size_t>(window, params_.penalty_last_n);
+  std::unordered_map<std::int32_t, int> counts;
+  for (auto id : history.subspan(history.size() - window)) ++counts[id];
+  for (const auto& [id, count] : counts) {
+    if (id < 0 || static_cast<std::size_t>(id) >= logits.size()) continue;
+    float& l = logits[id];
+    l = l > 0 ? l / static_cast<float>(params_.repetition_penalty) : l * static_cast<float>(params_.repetition_penalty);
+    l -= static_cast<float>(count * params_.frequency_penalty + params_.presence_penalty);
+  }
+}
+
+std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32_t> history) {
+  apply_penalties(logits, history);
+  if (params_.temperature <= 0) {
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  candidates_.clear();
+  for (std::size_t i = 0; i < logits.size(); ++i) candidates_.emplace_back(logits[i], static_cast<std::int32_t>(i));
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  std::size_t keep = candidates_.size();
+  if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < keep) {
+    keep = params_.top_k;
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
+  } else {
+    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+  }
+  candidates_.resize(keep);
+
+  // Probabilities at temperature 1 decide the top-p and min-p cut-offs, as in llama.cpp.
+  std::vector<double> probs(keep);
+  double sum = 0;
+  for (std::size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(static_cast<double>(candidates_[i].first - candidates_[0].first));
+  if (params_.top_p < 1.0) {
+    double cumulative = 0;
+    for (std::size_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / sum;
+      if (cumulative >= params_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  if (params_.min_p > 0) {
+    const double threshold = params_.min_p * probs[0];  // probs[0] is the largest, relative to itself
+    std::size_t kept = 1;
+    while (kept < keep && probs[kept] >= threshold) ++kept;
+    keep = kept;
+  }
+
+  std::vector<double> weights(keep);
+  for (std::size_t i = 0; i < keep; ++i) {
+    weights[i] = std::exp(static_cast<double>(candidates_[i].first - candidates_[0].first) / params_.temperature);
+  }
+  std::discrete_distribution<std::size_t> draw(weights.begin(), weights.end());
+  return candidates_[draw(rng_)].second;
+}
+
+}  // namespace rf

@@ -1,0 +1,132 @@
+#include "engine/synthetic_model.h"
+
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/quant.h"
+#include "util/error.h"
+
+namespace rf {
+
+namespace {
+
+struct Shape {
+  const char* name;
+  Arch arch;
+  int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, context;
+  double rope_theta;
+  bool tied;
+};
+
+// Published shapes: Llama 3.2 1B, Llama 3.1 8B, Qwen3 8B, Mistral 7B v0.3.
+constexpr Shape kShapes[] = {
+    {"llama3-1b", Arch::Llama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0, true},
+    {"llama3-8b", Arch::Llama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 500000.0, false},
+    {"qwen3-8b", Arch::Qwen3, 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1000000.0, false},
+    {"mistral-7b", Arch::Mistral, 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1000000.0, false},
+};
+
+const Shape& find_shape(const std::string& name) {
+  for (const auto& s : kShapes) {
+    if (name == s.name) return s;
+  }
+  fail("unknown synthetic model \"{}\" (known: {})", name, fmt::join(synthetic_model_names(), ", "));
+}
+
+class WeightFactory {
+ public:
+  WeightFactory(DType dtype, std::uint64_t seed) : dtype_(dtype), rng_(seed) {}
+
+  WeightMatrix matrix(std::size_t rows, std::size_t cols) {
+    DType dtype = dtype_;
+    if (cols % dtype_info(dtype).block_elems != 0) dtype = DType::F16;  // as llama.cpp falls back
+    constexpr std::size_t kDistinctRows = 16;
+    const std::size_t row_size = row_bytes(dtype, cols);
+    std::vector<float> values(cols);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    auto& bytes = storage_.emplace_back(rows * row_size);
+    for (std::size_t r = 0; r < std::min(rows, kDistinctRows); ++r) {
+      for (auto& v : values) v = normal(rng_);
+      cpu::quantize_row(dtype, values.data(), bytes.data() + r * row_size, cols);
+    }
+    for (std::size_t r = kDistinctRows; r < rows; ++r) {
+      std::memcpy(bytes.data() + r * row_size, bytes.data() + (r % kDistinctRows) * row_size, row_size);
+    }
+    return {dtype, rows, cols, bytes.data()};
+  }
+
+  Vector norm(std::size_t n) {
+    std::uniform_real_distribution<float> around_one(0.9f, 1.1f);
+    Vector v(n);
+    for (auto& x : v) x = around_one(rng_);
+    return v;
+  }
+
+  std::vector<std::vector<std::uint8_t>> take_storage() { return std::move(storage_); }
+
+ private:
+  DType dtype_;
+  std::mt19937_64 rng_;
+  std::vector<std::vector<std::uint8_t>> storage_;
+};
+
+}  // namespace
+
+std::vector<std::string> synthetic_model_names() {
+  std::vector<std::string> names;
+  for (const auto& s : kShapes) names.emplace_back(s.name);
+  return names;
+}
+
+ModelConfig synthetic_model_config(const std::string& name) {
+  const Shape& s = find_shape(name);
+  ModelConfig c;
+  c.arch = s.arch;
+  c.hidden_size = s.hidden;
+  c.intermediate_size = s.intermediate;
+  c.n_layers = s.layers;
+  c.n_heads = s.heads;
+  c.n_kv_heads = s.kv_heads;
+  c.head_dim = s.head_dim;
+  c.vocab_size = s.vocab;
+  c.max_position_embeddings = s.context;
+  c.rope_theta = s.rope_theta;
+  c.tie_word_embeddings = s.tied;
+  c.qk_norm = s.arch == Arch::Qwen3;
+  c.rms_norm_eps = 1e-5;
+  c.validate(name);
+  return c;
+}
+
+Checkpoint build_synthetic_model(const std::string& name, DType dtype, std::uint64_t seed) {
+  const ModelConfig c = synthetic_model_config(name);
+  WeightFactory make(dtype, seed);
+  LlamaWeights w;
+  // llama.cpp keeps embeddings and the output head in at least q6_k/q8_0 for quantized files;
+  // use the requested type everywhere for a simple, uniform byte count.
+  w.token_embedding = make.matrix(c.vocab_size, c.hidden_size);
+  w.output_norm = make.norm(c.hidden_size);
+  w.output = c.tie_word_embeddings ? w.token_embedding : make.matrix(c.vocab_size, c.hidden_size);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights layer;
+    layer.attn_norm = make.norm(c.hidden_size);
+    layer.wq = make.matrix(c.q_dim(), c.hidden_size);
+    layer.wk = make.matrix(c.kv_dim(), c.hidden_size);
+    layer.wv = make.matrix(c.kv_dim(), c.hidden_size);
+    layer.wo = make.matrix(c.hidden_size, c.q_dim());
+    if (c.qk_norm) {
+      layer.q_norm = make.norm(c.head_dim);
+      layer.k_norm = make.norm(c.head_dim);
+    }
+    layer.ffn_norm = make.norm(c.hidden_size);
+    layer.w_gate = make.matrix(c.intermediate_size, c.hidden_size);
+    layer.w_up = make.matrix(c.intermediate_size, c.hidden_size);
+    layer.w_down = make.matrix(c.hidden_size, c.intermediate_size);
+    w.layers.push_back(std::move(layer));
+  }
+  return Checkpoint::from_memory("synthetic " + name, c, std::move(w), make.take_storage());
+}
+
+}  // namespace rf

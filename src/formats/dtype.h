@@ -1,0 +1,47 @@
+#pragma once
+// Storage types of weight tensors, shared by the loaders and the kernels.
+// Quantized types are stored in blocks along a row (the inner dimension), laid out as in GGML.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rf {
+
+enum class DType : std::uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
+
+struct DTypeInfo {
+  std::string_view name;
+  std::size_t block_elems;  // elements per block (1 for plain types)
+  std::size_t block_bytes;  // bytes per block
+};
+
+constexpr DTypeInfo dtype_info(DType t) {
+  switch (t) {
+    case DType::F32: return {"f32", 1, 4};
+    case DType::F16: return {"f16", 1, 2};
+    case DType::BF16: return {"bf16", 1, 2};
+    case DType::Q8_0: return {"q8_0", 32, 34};    // f16 scale + 32 x int8
+    case DType::Q4_0: return {"q4_0", 32, 18};    // f16 scale + 16 bytes of nibbles
+    case DType::Q4_K: return {"q4_k", 256, 144};  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
+    case DType::Q6_K: return {"q6_k", 256, 210};  // 128 bytes low nibbles, 64 bytes high bits, 16 int8 scales, f16 d
+  }
+  return {"?", 1, 1};
+}
+
+constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+constexpr bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+
+// Bytes of one row of `cols` elements; the caller must have checked cols % block_elems == 0.
+constexpr std::size_t row_bytes(DType t, std::size_t cols) {
+  const auto info = dtype_info(t);
+  return cols / info.block_elems * info.block_bytes;
+}
+
+// GGML's numeric type ids, as stored in GGUF tensor infos.
+std::optional<DType> dtype_from_ggml(std::uint32_t ggml_type);
+std::uint32_t dtype_to_ggml(DType t);
+// Name of a GGML type id for error messages, including types we do not support ("q5_k", ...).
+std::string_view ggml_type_name(std::uint32_t ggml_type);
+
+}  // namespace rf

@@ -1,0 +1,56 @@
+#pragma once
+// Hugging Face safetensors: one file (model.safetensors) or shards listed in
+// model.safetensors.index.json. Files are memory-mapped; the JSON header is validated
+// (dtype, shape, offsets inside the data section, no overlap) before any tensor is used.
+// Spec: https://github.com/huggingface/safetensors#format
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/dtype.h"
+#include "util/mapped_file.h"
+
+namespace rf {
+
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype;                       // F32, F16 or BF16; other dtypes are rejected naming the tensor
+  std::vector<std::uint64_t> shape;  // row-major, as written by torch
+  const void* data;                  // inside the map, range-checked
+  std::uint64_t size_bytes;
+};
+
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);  // throws rf::Error on malformed input
+  const std::string& path() const { return file_.path(); }
+  const std::map<std::string, SafetensorsTensor>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  MappedFile file_;
+  std::map<std::string, SafetensorsTensor> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// All the tensors of a checkpoint folder, single file or sharded.
+class SafetensorsSet {
+ public:
+  explicit SafetensorsSet(const std::string& folder);  // throws if neither layout is present
+  const SafetensorsTensor* find(const std::string& name) const;
+  const SafetensorsTensor& get(const std::string& name) const;  // throws naming the tensor and folder
+  std::vector<std::string> names() const;
+
+ private:
+  std::string folder_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsTensor*> index_;
+};
+
+// Writes a single safetensors file (tests and the converter use it).
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace rf

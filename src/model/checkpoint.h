@@ -1,0 +1,86 @@
+#pragma once
+// A loaded checkpoint: its config, views of every weight (still in the files' memory maps, in
+// their stored types), and the open files that keep those views valid. One loader serves
+// Hugging Face folders and GGUF files; the backends only see LlamaWeights.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/weight_matrix.h"
+#include "model/config.h"
+
+namespace rf {
+
+class GgufFile;
+class SafetensorsSet;
+
+// A 1-D parameter (norm weight, bias), converted to fp32 at load time: they are tiny.
+using Vector = std::vector<float>;
+
+struct LayerWeights {
+  Vector attn_norm;
+  WeightMatrix wq, wk, wv, wo;
+  std::optional<Vector> bq, bk, bv;          // Qwen2
+  std::optional<Vector> q_norm, k_norm;      // Qwen3, head_dim wide
+  Vector ffn_norm;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+struct LlamaWeights {
+  WeightMatrix token_embedding;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  Vector output_norm;
+  WeightMatrix output;           // [vocab, hidden]; the embedding when tied
+  std::optional<std::vector<float>> rope_freq_factors;  // GGUF rope_freqs
+};
+
+// Sampling defaults from generation_config.json (absent fields stay unset).
+struct GenerationDefaults {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int> top_k;
+  std::optional<bool> do_sample;
+};
+
+enum class CheckpointFormat { HuggingFace, Gguf, Memory };
+
+class Checkpoint {
+ public:
+  // A Hugging Face folder (config.json + safetensors) or a .gguf file.
+  static Checkpoint load(const std::string& path);
+  // A checkpoint built in memory (synthetic benchmark models); `storage` owns what the weights point to.
+  static Checkpoint from_memory(std::string name, ModelConfig config, LlamaWeights weights,
+                                std::vector<std::vector<std::uint8_t>> storage);
+  ~Checkpoint();
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
+
+  const std::string& path() const { return path_; }
+  CheckpointFormat format() const { return format_; }
+  const ModelConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return weights_; }
+  const GenerationDefaults& generation_defaults() const { return generation_; }
+  const GgufFile* gguf() const { return gguf_.get(); }  // null for HF folders
+  // Path of tokenizer.json for HF folders, empty for GGUF (whose vocabulary is inside).
+  const std::string& tokenizer_json() const { return tokenizer_json_; }
+
+  std::size_t parameter_count() const;
+  std::size_t weight_bytes() const;
+  // Distinct stored types of the 2-D weights with their share of the bytes, e.g. "q4_k 83%, q6_k 17%".
+  std::string dtype_summary() const;
+
+ private:
+  Checkpoint() = default;
+  std::string path_;
+  CheckpointFormat format_ = CheckpointFormat::HuggingFace;
+  ModelConfig config_;
+  LlamaWeights weights_;
+  GenerationDefaults generation_;
+  std::string tokenizer_json_;
+  std::unique_ptr<GgufFile> gguf_;
+  std::unique_ptr<SafetensorsSet> safetensors_;
+  std::vector<std::vector<std::uint8_t>> storage_;
+};
+
+}  // namespace rf

@@ -1,0 +1,25 @@
+#pragma once
+// Errors of the tokenizer loaders name the file they were reading.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+#include "util/error.h"
+
+namespace rf {
+
+// Runs `step` (returning what it returns) so that any error it throws names `path`.
+template <typename Step>
+auto with_path_in_errors(const std::string& path, Step&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const nlohmann::json::exception& error) {
+    fail("{}: {}", path, error.what());
+  } catch (const Error& error) {
+    if (std::string_view(error.what()).starts_with(path)) throw;
+    fail("{}: {}", path, error.what());
+  }
+}
+
+}  // namespace rf

@@ -1,0 +1,28 @@
+#pragma once
+// Reading fields of tokenizer.json with errors that say which object and field are wrong.
+// `what` names the object being read, e.g. "normalizer Replace".
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tokenizer/regex.h"
+
+namespace rf::json_fields {
+
+using nlohmann::json;
+
+const json& require_object(const json& value, std::string_view what);
+const json& require(const json& object, const char* key, std::string_view what);
+const json& require_array(const json& object, const char* key, std::string_view what);
+const std::string& require_string(const json& object, const char* key, std::string_view what);
+std::optional<std::string> optional_string(const json& object, const char* key, std::string_view what);  // absent or null
+bool bool_or(const json& object, const char* key, bool fallback, std::string_view what);
+std::int64_t int_or(const json& object, const char* key, std::int64_t fallback, std::string_view what);
+// A pattern object: {"String": literal} or {"Regex": expression}.
+Regex require_pattern(const json& object, const char* key, std::string_view what);
+// The "type" field that selects an implementation.
+const std::string& type_of(const json& object, std::string_view what);
+
+}  // namespace rf::json_fields

@@ -1,0 +1,105 @@
+// Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time. Disabled
+// by default (a measurement, not a check); tools/gpu_check.sh runs it with --gtest_also_run_disabled_tests.
+#include <algorithm>
+
+#include "backend/gpu/ops.h"
+#include "gpu_test.h"
+
+namespace rf::gpu::test {
+namespace {
+
+struct Shape {
+  std::size_t rows, cols;
+};
+constexpr Shape kShapes[] = {{14336, 4096}, {4096, 14336}};
+constexpr std::size_t kDistinctRows = 256;              // encoded once on the host, then tiled
+constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight copies, far beyond any L2
+// Launches back to back between two events, so that launch latency hides behind the previous kernel;
+// the median over several such batches.
+constexpr int kBatches = 10, kLaunchesPerBatch = 20;
+
+class EventTimer {
+ public:
+  EventTimer() {
+    RF_GPU_CHECK(gpuEventCreate(&start_));
+    RF_GPU_CHECK(gpuEventCreate(&stop_));
+  }
+  ~EventTimer() {
+    (void)gpuEventDestroy(start_);
+    (void)gpuEventDestroy(stop_);
+  }
+  void start(gpuStream_t stream) { RF_GPU_CHECK(gpuEventRecord(start_, stream)); }
+  float stop_ms(gpuStream_t stream) {
+    RF_GPU_CHECK(gpuEventRecord(stop_, stream));
+    RF_GPU_CHECK(gpuEventSynchronize(stop_));
+    float ms = 0.0f;
+    RF_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+ private:
+  gpuEvent_t start_, stop_;
+};
+
+class GemvBenchmark : public GpuTest {
+ protected:
+  void bench_gemv(DType type, Shape shape, EventTimer& timer);
+};
+
+float median(std::vector<float> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// One matrix shape and type: weights tiled from a few encoded rows into copies that together exceed
+// any L2, launched round-robin.
+void GemvBenchmark::bench_gemv(DType type, Shape shape, EventTimer& timer) {
+  const auto distinct = encode_rows(type, random_floats(kDistinctRows * shape.cols), kDistinctRows, shape.cols);
+  const std::size_t matrix_bytes = row_bytes(type, shape.cols) * shape.rows;
+  std::vector<std::uint8_t> matrix(matrix_bytes);
+  for (std::size_t offset = 0; offset < matrix_bytes; offset += distinct.bytes.size()) {
+    std::copy_n(distinct.bytes.begin(), std::min(distinct.bytes.size(), matrix_bytes - offset), &matrix[offset]);
+  }
+  const std::size_t copies = std::max<std::size_t>(2, kWorkingSet / matrix_bytes);
+  std::vector<DeviceBuffer<std::uint8_t>> weights;
+  for (std::size_t i = 0; i < copies; ++i) weights.emplace_back(matrix);
+  DeviceBuffer<float> x(random_floats(shape.cols)), y(shape.rows);
+
+  auto launch = [&](int i) {
+    launch_gemv({type, shape.rows, shape.cols, weights[i % copies].data()}, x.data(), y.data(), stream());
+  };
+  for (int i = 0; i < 3; ++i) launch(i);
+  std::vector<float> ms;
+  for (int batch = 0; batch < kBatches; ++batch) {
+    timer.start(stream());
+    for (int i = 0; i < kLaunchesPerBatch; ++i) launch(i);
+    ms.push_back(timer.stop_ms(stream()) / kLaunchesPerBatch);
+  }
+  const double bytes = matrix_bytes + (shape.cols + shape.rows) * sizeof(float);
+  const float t = median(ms);
+  std::printf("[  bench   ] gemv %-5s %5zux%-5zu %7.1f MB  median %7.1f us  %7.1f GB/s\n",
+              std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, bytes / 1e6, t * 1e3, bytes / t / 1e6);
+}
+
+TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
+  EventTimer timer;
+  {  // The ceiling: a device-to-device copy, counting bytes read and written.
+    DeviceBuffer<std::uint8_t> a(kWorkingSet / 2), b(kWorkingSet / 2);
+    a.poison();
+    std::vector<float> ms;
+    for (int i = 0; i < 10; ++i) {
+      timer.start(stream());
+      RF_GPU_CHECK(gpuMemcpyAsync(b.data(), a.data(), a.bytes(), gpuMemcpyDeviceToDevice, stream()));
+      ms.push_back(timer.stop_ms(stream()));
+    }
+    std::printf("[  bench   ] device copy %zu MiB: %.1f GB/s\n", a.bytes() >> 20, 2.0 * a.bytes() / median(ms) / 1e6);
+  }
+  for (const Shape& shape : kShapes) {
+    for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+      bench_gemv(type, shape, timer);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rf::gpu::test

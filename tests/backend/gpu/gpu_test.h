@@ -1,0 +1,46 @@
+#pragma once
+// What every GPU kernel test shares: skipping where there is no device, fresh random inputs with
+// the seed printed (RF_TEST_SEED=<seed> replays one), and the comparison with the CPU reference.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backend/gpu/device_buffer.h"
+#include "formats/dtype.h"
+
+namespace rf::gpu::test {
+
+class GpuTest : public ::testing::Test {
+ protected:
+  // Skips with the runtime's reason when this build's backend finds no device.
+  void SetUp() override;
+
+  std::vector<float> random_floats(std::size_t n, float lo = -1.0f, float hi = 1.0f);
+  int random_int(int lo, int hi);  // in [lo, hi]
+  gpuStream_t stream() { return stream_->get(); }
+  void synchronize() { stream_->synchronize(); }
+
+ private:
+  std::mt19937_64 rng_;
+  std::optional<Stream> stream_;
+};
+
+// Prints max |out - ref| and the relative error ||out - ref|| / ||ref|| against `tolerance`, and fails
+// if the relative error exceeds it or any output is not finite (a poisoned element nobody wrote).
+void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<double>& ref,
+                  double tolerance);
+void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
+                  double tolerance);
+
+// `rows` rows of `cols` values stored as `type` (rf::cpu::quantize_row), and what they decode to.
+struct EncodedRows {
+  std::vector<std::uint8_t> bytes;
+  std::vector<float> decoded;
+};
+EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols);
+
+}  // namespace rf::gpu::test

@@ -1,0 +1,50 @@
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/ops.h"
+#include "backend/gpu/ops.h"
+#include "gpu_test.h"
+
+namespace rf::gpu::test {
+namespace {
+
+class Elementwise : public GpuTest {};
+
+// fp32 with the CPU's expressions; expf may differ from the CPU's by an ulp.
+constexpr double kTolerance = 1e-5;
+
+TEST_F(Elementwise, SwigluMatchesCpu) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1001}, std::size_t{3 * 14336 + 5}}) {
+    const auto gate = random_floats(n, -8.0f, 8.0f), up = random_floats(n, -2.0f, 2.0f);
+    DeviceBuffer<float> gate_gpu(gate), up_gpu(up), out_gpu(n);
+    out_gpu.poison();
+    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), stream());
+    synchronize();
+    std::vector<float> ref(n);
+    cpu::silu_mul(gate.data(), up.data(), n, ref.data());
+    expect_close("swiglu n=" + std::to_string(n), out_gpu.download(), ref, kTolerance);
+  }
+}
+
+TEST_F(Elementwise, SoftmaxMatchesCpu) {
+  for (const int n : {1, 7, 1000, 128256 + 3}) {
+    const int rows = 3;
+    const auto x = random_floats(rows * n, -20.0f, 20.0f);
+    DeviceBuffer<float> x_gpu(x);
+    launch_softmax(x_gpu.data(), rows, n, stream());
+    synchronize();
+    // In double: the CPU's fp32 running sum drifts by ~sqrt(n) ulps over a vocabulary-sized row.
+    std::vector<double> ref(x.begin(), x.end());
+    for (int r = 0; r < rows; ++r) {
+      double* row = &ref[r * n];
+      const double max = *std::max_element(row, row + n);
+      double sum = 0.0;
+      for (int i = 0; i < n; ++i) sum += row[i] = std::exp(row[i] - max);
+      for (int i = 0; i < n; ++i) row[i] /= sum;
+    }
+    expect_close("softmax n=" + std::to_string(n), x_gpu.download(), ref, kTolerance);
+  }
+}
+
+}  // namespace
+}  // namespace rf::gpu::test

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what rocmforge needs to build and test on Debian 12 (run as root or with sudo).
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
+  libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
+)
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
