@@ -53,7 +53,7 @@ std::unique_ptr<ModelRunner> load(BenchFlags& f) {
 void run(BenchFlags& f) {
   auto runner = load(f);
   ThreadPool probe_pool(f.options.threads);
-  DeviceCeilings ceilings{fmt::format("cpu ({} threads)", runner->threads()), cpu::measure_read_bandwidth(probe_pool),
+  DeviceCeilings ceilings{runner->backend().device_name(), cpu::measure_read_bandwidth(probe_pool),
                           cpu::measure_matmul_flops(probe_pool)};
   const auto rows = run_bench(*runner, f.settings, ceilings);
   const Checkpoint& ckpt = runner->checkpoint();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/llama_forward.h"
 #include "formats/gguf.h"
 #include "util/error.h"
 
@@ -16,12 +17,19 @@ Tokenizer load_tokenizer(const Checkpoint& ckpt) {
 
 int choose_ctx_size(const ModelConfig& config, int requested) {
   if (requested < 0) fail("context size must be positive, got {}", requested);
-  return requested == 0 ? default_ctx_size(config) : requested;
+  const int ctx = requested == 0 ? default_ctx_size(config) : requested;
+  if (config.sliding_window && ctx > *config.sliding_window) {
+    fail("this model uses sliding-window attention over {} tokens, which rocmforge does not implement; "
+         "use --ctx-size {} or less", *config.sliding_window, *config.sliding_window);
+  }
+  return ctx;
 }
 
 }  // namespace
 
-int default_ctx_size(const ModelConfig& config) { return std::min(config.max_position_embeddings, 4096); }
+int default_ctx_size(const ModelConfig& config) {
+  return std::min({config.max_position_embeddings, 4096, config.sliding_window.value_or(4096)});
+}
 
 ModelRunner::ModelRunner(const std::string& model_path, const RunnerOptions& options)
     : ModelRunner(Checkpoint::load(model_path), std::nullopt, options) {
@@ -40,9 +48,9 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
       tokenizer_(std::move(tokenizer)),
       ctx_size_(choose_ctx_size(checkpoint_.config(), options.ctx_size)),
       pool_(options.threads),
-      cache_(config().n_layers, config().kv_dim(), kBlockSize, (ctx_size_ + kBlockSize - 1) / kBlockSize),
-      blocks_(cache_.n_blocks()),
-      forward_(checkpoint_.config(), checkpoint_.weights(), pool_) {
+      forward_(std::make_unique<cpu::LlamaForward>(checkpoint_.config(), checkpoint_.weights(), pool_, kBlockSize,
+                                                   (ctx_size_ + kBlockSize - 1) / kBlockSize)),
+      blocks_(forward_->kv_blocks()) {
   if (options.max_batch_tokens <= 0) fail("batch size must be positive, got {}", options.max_batch_tokens);
   stop_ids_ = config().eos_token_ids;
 }
@@ -52,6 +60,5 @@ const Tokenizer& ModelRunner::tokenizer() const {
   return *tokenizer_;
 }
 
-void ModelRunner::forward(const Batch& batch, std::vector<float>& logits) { forward_.forward(batch, cache_, logits); }
 
 }  // namespace rf

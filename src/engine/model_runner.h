@@ -6,10 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/kv_cache.h"
-#include "backend/cpu/llama_forward.h"
 #include "engine/block_allocator.h"
 #include "model/checkpoint.h"
+#include "model/forward_pass.h"
 #include "tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
@@ -38,11 +37,11 @@ class ModelRunner {
   const Tokenizer& tokenizer() const;  // throws if the model came without one
   int ctx_size() const { return ctx_size_; }
   int max_batch_tokens() const { return options_.max_batch_tokens; }
-  int threads() const { return pool_.size(); }
   BlockAllocator& blocks() { return blocks_; }
 
   // One forward step; logits has batch.logit_rows.size() rows of vocab_size.
-  void forward(const Batch& batch, std::vector<float>& logits);
+  void forward(const Batch& batch, std::vector<float>& logits) { forward_->forward(batch, logits); }
+  const ForwardPass& backend() const { return *forward_; }
 
   // Ids that end a generation: the tokenizer's end-of-generation tokens and the config's eos ids.
   const std::vector<std::int32_t>& stop_ids() const { return stop_ids_; }
@@ -53,9 +52,8 @@ class ModelRunner {
   std::optional<Tokenizer> tokenizer_;
   int ctx_size_;
   ThreadPool pool_;
-  cpu::KvCache cache_;
+  std::unique_ptr<ForwardPass> forward_;
   BlockAllocator blocks_;
-  cpu::LlamaForward forward_;
   std::vector<std::int32_t> stop_ids_;
 };
 

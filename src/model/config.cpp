@@ -164,6 +164,10 @@ ModelConfig config_from_hf(const json& config, const std::string& source) {
   c.qkv_bias = c.arch == Arch::Qwen2 || json_bool(config, "attention_bias", source, false);
   c.qk_norm = c.arch == Arch::Qwen3;
   c.eos_token_ids = json_token_ids(config, "eos_token_id", source);
+  // Qwen2 configs carry a sliding_window that only applies with use_sliding_window.
+  if (find_key(config, "sliding_window") && json_bool(config, "use_sliding_window", source, c.arch == Arch::Mistral)) {
+    c.sliding_window = json_int(config, "sliding_window", source);
+  }
   read_hf_rope(config, source, c);
   c.validate(source);
   return c;

@@ -46,6 +46,9 @@ struct ModelConfig {
   bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3
   std::vector<std::int32_t> eos_token_ids;  // from config.json / generation_config.json, may be empty
+  // Mistral v0.1's sliding-window attention; rocmforge attends to the whole context, which is
+  // the same thing only while the context is no longer than the window.
+  std::optional<int> sliding_window;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }

@@ -63,6 +63,20 @@ TEST(Config, Qwen3HasExplicitHeadDimAndQkNorm) {
   EXPECT_TRUE(c.tie_word_embeddings);
 }
 
+TEST(Config, SlidingWindowOnlyWhereItApplies) {
+  json mistral = llama31_legacy();
+  mistral["model_type"] = "mistral";
+  mistral["sliding_window"] = 4096;
+  EXPECT_EQ(config_from_hf(mistral, "m").sliding_window, 4096);
+  mistral["sliding_window"] = nullptr;
+  EXPECT_FALSE(config_from_hf(mistral, "m").sliding_window);
+  json qwen2 = llama31_legacy();
+  qwen2["model_type"] = "qwen2";
+  qwen2["sliding_window"] = 4096;
+  qwen2["use_sliding_window"] = false;
+  EXPECT_FALSE(config_from_hf(qwen2, "q").sliding_window);
+}
+
 TEST(Config, Llama3ScalingFollowsTheBands) {
   const auto c = config_from_hf(llama31_legacy(), "config.json");
   const auto scaled = rope_inv_freq(c);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/quant.h"
@@ -23,11 +25,15 @@ void add_bias(std::vector<float>& rows, const std::optional<Vector>& bias, std::
 
 }  // namespace
 
-LlamaForward::LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool)
-    : config_(config), weights_(weights), pool_(pool),
+LlamaForward::LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size,
+                           int kv_blocks)
+    : config_(config), weights_(weights), pool_(pool), cache_(config.n_layers, config.kv_dim(), block_size, kv_blocks),
       inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)) {}
 
-void LlamaForward::forward(const Batch& batch, KvCache& cache, std::vector<float>& logits) {
+std::string LlamaForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
+
+void LlamaForward::forward(const Batch& batch, std::vector<float>& logits) {
+  KvCache& cache = cache_;
   const auto& c = config_;
   const std::size_t n = batch.size();
   const std::size_t hidden = c.hidden_size;
@@ -87,7 +93,7 @@ void LlamaForward::forward(const Batch& batch, KvCache& cache, std::vector<float
       std::copy_n(k, c.kv_dim(), cache.key(l, slot));
       std::copy_n(&v_[t * c.kv_dim()], c.kv_dim(), cache.value(l, slot));
     });
-    attention(batch, cache, l);
+    attention(batch, l);
     matmul(w.wo, attn_.data(), n, proj_.data(), pool_);
     per_token([&](std::size_t t) {
       add_rms_norm(&x_[t * hidden], &proj_[t * hidden], w.ffn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]);
@@ -109,7 +115,8 @@ void LlamaForward::forward(const Batch& batch, KvCache& cache, std::vector<float
   matmul(weights_.output, normed_.data(), n_out, logits.data(), pool_);
 }
 
-void LlamaForward::attention(const Batch& batch, KvCache& cache, int layer) {
+void LlamaForward::attention(const Batch& batch, int layer) {
+  KvCache& cache = cache_;
   const auto& c = config_;
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));

@@ -6,6 +6,7 @@
 #include "backend/cpu/kv_cache.h"
 #include "model/batch.h"
 #include "model/checkpoint.h"
+#include "model/forward_pass.h"
 
 namespace rf {
 class ThreadPool;
@@ -13,22 +14,23 @@ class ThreadPool;
 
 namespace rf::cpu {
 
-class LlamaForward {
+class LlamaForward : public ForwardPass {
  public:
-  // The weights must outlive this object.
-  LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool);
+  // The weights and the pool must outlive this object; the cache holds kv_blocks blocks of block_size positions.
+  LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks);
 
-  const ModelConfig& config() const { return config_; }
-
-  // logits: batch.logit_rows.size() rows of vocab_size values.
-  void forward(const Batch& batch, KvCache& cache, std::vector<float>& logits);
+  void forward(const Batch& batch, std::vector<float>& logits) override;
+  int kv_blocks() const override { return cache_.n_blocks(); }
+  std::size_t kv_cache_bytes() const override { return cache_.bytes(); }
+  std::string device_name() const override;
 
  private:
-  void attention(const Batch& batch, KvCache& cache, int layer);
+  void attention(const Batch& batch, int layer);
 
   const ModelConfig& config_;
   const LlamaWeights& weights_;
   ThreadPool& pool_;
+  KvCache cache_;
   std::vector<float> inv_freq_;
   // Activations of the current batch, [tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;

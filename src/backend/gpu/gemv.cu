@@ -15,8 +15,8 @@ constexpr int kRowLanes = kMaxWarpSize;
 constexpr int kRowsPerBlock = 4;
 constexpr int kThreads = kRowLanes * kRowsPerBlock;
 // x goes through shared memory a chunk at a time: read from global memory once per block instead of
-// once per row. (Read per row through the caches, x moved 4 bytes per weight and bounded every
-// quantized type, whose weights are 0.56 to 1.06 bytes.) A multiple of every type's block.
+// once per row (a quarter of its L2 traffic), and with no alignment asked of the caller's x. A
+// multiple of every type's block.
 constexpr int kChunkCols = 4096;
 
 // sum over a run of q[i] * x[i] (and of x[i], for the bias), x read 16 bytes at a time.
