@@ -82,6 +82,14 @@ endif()
 
 file(GLOB gpu_kernels CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cu)
 file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cpp)
+# Prefill GEMM glue, one file per vendor BLAS: cuBLAS on CUDA. On HIP the project's tiled kernel
+# (gemm_tiled.cu, built everywhere) serves alone: Debian's ROCm packages have no hipBLAS to glue to.
+list(FILTER gpu_host_sources EXCLUDE REGEX "/gemm_(cublas|tiled_only)\\.cpp$")
+if(ROCMFORGE_GPU STREQUAL "cuda")
+  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm_cublas.cpp)
+else()
+  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm_tiled_only.cpp)
+endif()
 add_library(rf_gpu STATIC ${gpu_kernels} ${gpu_host_sources})
 target_include_directories(rf_gpu PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(rf_gpu PUBLIC rf_model)
@@ -89,7 +97,12 @@ target_link_libraries(rf_gpu PUBLIC rf_model)
 if(ROCMFORGE_GPU STREQUAL "cuda")
   set_target_properties(rf_gpu PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
   target_compile_definitions(rf_gpu PUBLIC ROCMFORGE_GPU_CUDA)
-  target_link_libraries(rf_gpu PUBLIC CUDA::cudart)
+  # cuBLAS is public: the GEMM benchmark measures its peak directly.
+  target_link_libraries(rf_gpu PUBLIC CUDA::cudart CUDA::cublas)
+  # fmt 9 turns its constexpr off under nvcc yet still calls those functions from constexpr ones, so a
+  # .cu file that includes it (util/error.h, by way of device_buffer.h) does not compile; nvcc 13 needs
+  # no such caution.
+  target_compile_definitions(rf_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1>)
 else()
   set_source_files_properties(${gpu_kernels} PROPERTIES LANGUAGE HIP)
   set_target_properties(rf_gpu PROPERTIES HIP_STANDARD 20 HIP_STANDARD_REQUIRED ON HIP_EXTENSIONS OFF)
@@ -98,3 +111,7 @@ else()
   # clang repeats --offload-arch on the link line, where it has nothing to compile.
   target_link_options(rf_gpu INTERFACE $<$<LINK_LANGUAGE:HIP>:-Wno-unused-command-line-argument>)
 endif()
+
+# The engine picks the backend (engine/backend_select.cpp): it runs on rf_gpu when this is defined.
+target_link_libraries(rf_engine PUBLIC rf_gpu)
+target_compile_definitions(rf_engine PRIVATE ROCMFORGE_GPU_BACKEND="${ROCMFORGE_GPU}")

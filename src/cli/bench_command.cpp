@@ -1,14 +1,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/probe.h"
 #include "cli/commands.h"
 #include "cli/runner_options.h"
 #include "engine/bench.h"
 #include "engine/model_runner.h"
 #include "engine/synthetic_model.h"
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace rf::cli {
 
@@ -18,7 +16,6 @@ struct BenchFlags {
   std::string model;
   std::string synthetic;
   std::string dtype = "bf16";
-  std::string device = "auto";
   bool json = false;
   RunnerOptions options;
   BenchSettings settings;
@@ -43,7 +40,6 @@ int needed_ctx(const BenchSettings& s) {
 }
 
 std::unique_ptr<ModelRunner> load(BenchFlags& f) {
-  check_device(f.device);
   if (f.model.empty() == f.synthetic.empty()) fail("give exactly one of -m MODEL and --synthetic NAME");
   if (f.options.ctx_size == 0) f.options.ctx_size = needed_ctx(f.settings);
   if (!f.model.empty()) return std::make_unique<ModelRunner>(f.model, f.options);
@@ -52,9 +48,7 @@ std::unique_ptr<ModelRunner> load(BenchFlags& f) {
 
 void run(BenchFlags& f) {
   auto runner = load(f);
-  ThreadPool probe_pool(f.options.threads);
-  DeviceCeilings ceilings{runner->backend().device_name(), cpu::measure_read_bandwidth(probe_pool),
-                          cpu::measure_matmul_flops(probe_pool)};
+  const DeviceCeilings ceilings = runner->backend().measure_ceilings();
   const auto rows = run_bench(*runner, f.settings, ceilings);
   const Checkpoint& ckpt = runner->checkpoint();
   const std::string model = f.model.empty() ? f.synthetic : f.model;
@@ -93,7 +87,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-gen", flags->settings.generation_lengths, "Generation lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-b,--batch", flags->settings.batch_sizes, "Sequences decoding together (comma-separated)")->delimiter(',');
   cmd->add_option("-r,--repetitions", flags->settings.repetitions, "Repetitions per row")->check(CLI::PositiveNumber);
-  cmd->add_option("--device", flags->device, "auto, cpu, cuda or rocm")->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
+  cmd->add_option("--device", flags->options.device, "auto, cpu, cuda or rocm")->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
   cmd->add_option("-t,--threads", flags->options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", flags->options.ctx_size, "KV cache size (0: what the settings need)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--ubatch", flags->options.max_batch_tokens, "Prompt tokens per forward step")->check(CLI::PositiveNumber);

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "engine/backend_select.h"
 #include "engine/model_runner.h"
 #include "model/checkpoint.h"
 
@@ -16,8 +17,9 @@ struct InfoFlags {
 std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
 
 void print_backends() {
-  fmt::print("backends built: cpu\n");
+  fmt::print("backends built: {}\n", fmt::join(built_backends(), ", "));
   fmt::print("devices: cpu ({} threads)\n", std::thread::hardware_concurrency());
+  for (const auto& line : describe_gpu_devices()) fmt::print("         {}\n", line);
 }
 
 void print_model(const InfoFlags& f) {
@@ -36,6 +38,13 @@ void print_model(const InfoFlags& f) {
   fmt::print("context length: {} (trained), {} (used below)\n", c.max_position_embeddings, ctx);
   fmt::print("memory: weights {}, KV cache {} (fp32, {} tokens), total {}\n", gib(ckpt.weight_bytes()), gib(kv_bytes),
              ctx, gib(ckpt.weight_bytes() + kv_bytes));
+  const RunnerOptions defaults;
+  const int block = ModelRunner::kBlockSize;
+  if (const auto gpu = gpu_footprint(ckpt, {block, (ctx + block - 1) / block, defaults.max_batch_tokens})) {
+    fmt::print("GPU memory: weights {}, KV cache {} (f16, {} tokens), activations {} ({} tokens a step), total {}\n",
+               gib(gpu->weights), gib(gpu->kv_cache), ctx, gib(gpu->activations), defaults.max_batch_tokens,
+               gib(gpu->total()));
+  }
 }
 
 }  // namespace

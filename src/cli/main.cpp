@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   rf::cli::add_tokenize_command(app);
   rf::cli::add_info_command(app);
   rf::cli::add_bench_command(app);
+  rf::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,7 +10,7 @@ namespace rf::cli {
 
 void RunnerFlags::add_to(CLI::App& command) {
   command.add_option("-m,--model", model, "Model: a Hugging Face folder or a .gguf file (default: the bundled demo model)");
-  command.add_option("--device", device, "auto, cpu, cuda or rocm")
+  command.add_option("--device", options.device, "auto, cpu, cuda or rocm")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
   command.add_option("-t,--threads", options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   command.add_option("-c,--ctx-size,--ctx", options.ctx_size, "Context size in tokens (0: the model's, at most 4096)")
@@ -24,15 +24,7 @@ std::string default_model_path() {
   return ROCMFORGE_DEFAULT_MODEL;
 }
 
-void check_device(const std::string& device) {
-  if (device == "cuda" || device == "rocm") {
-    fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
-         device == "cuda" ? "CUDA" : "ROCm", device);
-  }
-}
-
 std::unique_ptr<ModelRunner> RunnerFlags::load() const {
-  check_device(device);
   return std::make_unique<ModelRunner>(model.empty() ? default_model_path() : model, options);
 }
 

@@ -12,16 +12,12 @@ namespace rf::cli {
 // $ROCMFORGE_MODEL, else the demo model shipped in the source tree (models/kjv-llama).
 std::string default_model_path();
 
-// Throws for a --device this build has no backend for.
-void check_device(const std::string& device);
-
 struct RunnerFlags {
   std::string model;
-  std::string device = "auto";
   RunnerOptions options;
 
   void add_to(CLI::App& command);
-  // Resolves --device (falling back to the CPU with a notice for auto) and loads the model.
+  // Loads the model on the --device asked for (see engine/backend_select.h).
   std::unique_ptr<ModelRunner> load() const;
 };
 

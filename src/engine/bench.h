@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "model/forward_pass.h"
+
 namespace rf {
 
 class ModelRunner;
@@ -14,12 +16,6 @@ struct BenchSettings {
   std::vector<int> generation_lengths = {128};
   std::vector<int> batch_sizes = {1};
   int repetitions = 5;
-};
-
-struct DeviceCeilings {
-  std::string device;
-  double read_bandwidth = 0;  // bytes/s
-  double matmul_flops = 0;    // flop/s
 };
 
 struct BenchRow {

@@ -39,22 +39,33 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
   };
 
   std::vector<std::int32_t> history = prompt;
+  // The next token after `batch`, which asks for its last token's logits: sampled by the backend.
+  auto next_token = [&](const Batch& batch) {
+    const SampleRow row{sampler, history};
+    return runner.sample(batch, std::span(&row, 1)).front();
+  };
+
   std::vector<float> logits;
+  std::int32_t next = 0;
   const auto prefill_start = std::chrono::steady_clock::now();
   for (std::size_t begin = 0; begin < prompt.size(); begin += runner.max_batch_tokens()) {
     const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), prompt.size() - begin);
+    const bool last = begin + count == prompt.size();
     blocks.reserve(static_cast<int>(begin + count));
     Batch batch;
     batch.block_tables.push_back(blocks.table());
-    batch.add_sequence(0, prompt.data() + begin, count, static_cast<int>(begin), begin + count == prompt.size());
-    runner.forward(batch, logits);
+    batch.add_sequence(0, prompt.data() + begin, count, static_cast<int>(begin), last);
+    if (last) {
+      next = next_token(batch);
+    } else {
+      runner.forward(batch, logits);
+    }
   }
   result.prompt_seconds = seconds_since(prefill_start);
 
   const auto& stop_ids = runner.stop_ids();
   const auto decode_start = std::chrono::steady_clock::now();
   while (static_cast<int>(result.tokens.size()) < max_tokens) {
-    const std::int32_t next = sampler.sample(logits, history);
     if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
       result.finish = FinishReason::Stop;
       break;
@@ -72,7 +83,7 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
     Batch batch;
     batch.block_tables.push_back(blocks.table());
     batch.add_sequence(0, &next, 1, pos, true);
-    runner.forward(batch, logits);
+    next = next_token(batch);
   }
   if (!stops.stopped()) emit(stops.push(decoder.flush()) + stops.flush());
   result.generate_seconds = seconds_since(decode_start);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/cpu/llama_forward.h"
+#include "engine/backend_select.h"
 #include "formats/gguf.h"
 #include "util/error.h"
 
@@ -48,8 +48,10 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
       tokenizer_(std::move(tokenizer)),
       ctx_size_(choose_ctx_size(checkpoint_.config(), options.ctx_size)),
       pool_(options.threads),
-      forward_(std::make_unique<cpu::LlamaForward>(checkpoint_.config(), checkpoint_.weights(), pool_, kBlockSize,
-                                                   (ctx_size_ + kBlockSize - 1) / kBlockSize)),
+      forward_(make_forward_pass(options.device, checkpoint_, pool_,
+                                 {.block_size = kBlockSize,
+                                  .kv_blocks = (std::max(ctx_size_, options.kv_cache_tokens) + kBlockSize - 1) / kBlockSize,
+                                  .max_batch_tokens = options.max_batch_tokens})),
       blocks_(forward_->kv_blocks()) {
   if (options.max_batch_tokens <= 0) fail("batch size must be positive, got {}", options.max_batch_tokens);
   stop_ids_ = config().eos_token_ids;

@@ -3,6 +3,7 @@
 // KV cache with the block allocator. The engine's generation and scoring loops drive it.
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,10 @@ namespace rf {
 
 struct RunnerOptions {
   int threads = 0;         // 0: one per hardware thread
-  int ctx_size = 0;        // positions the KV cache holds in total; 0: the model's context, at most 4096
+  int ctx_size = 0;        // positions one sequence may use; 0: the model's context, at most 4096
+  int kv_cache_tokens = 0;  // positions the KV cache holds for all sequences together; at least ctx_size
   int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
+  std::string device = "auto";  // auto, cpu, cuda or rocm (see engine/backend_select.h)
 };
 
 // The context a runner gets when none is asked for: the model's, capped at 4096 to bound memory.
@@ -41,6 +44,9 @@ class ModelRunner {
 
   // One forward step; logits has batch.logit_rows.size() rows of vocab_size.
   void forward(const Batch& batch, std::vector<float>& logits) { forward_->forward(batch, logits); }
+  // One forward step and the next token of each logit row (see ForwardPass::sample).
+  std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) { return forward_->sample(batch, rows); }
+  ForwardPass& backend() { return *forward_; }
   const ForwardPass& backend() const { return *forward_; }
 
   // Ids that end a generation: the tokenizer's end-of-generation tokens and the config's eos ids.

@@ -4,31 +4,13 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "util/error.h"
-
 namespace rf {
-
-void SamplingParams::validate() const {
-  if (!std::isfinite(temperature) || temperature < 0) fail("temperature must be >= 0, got {}", temperature);
-  if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got {}", top_p);
-  if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got {}", min_p);
-  if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
-    fail("repetition penalty must be > 0, got {}", repetition_penalty);
-  }
-  if (!std::isfinite(presence_penalty) || !std::isfinite(frequency_penalty)) fail("penalties must be finite");
-  if (penalty_last_n < -1) fail("penalty window must be >= -1, got {}", penalty_last_n);
-}
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const std::int32_t> history) const {
-  const bool any = params_.repetition_penalty != 1.0 || params_.presence_penalty != 0.0 ||
-                   params_.frequency_penalty != 0.0;
-  if (!any || params_.penalty_last_n == 0) return;
-  std::size_t window = history.size();
-  if (params_.penalty_last_n > 0) window = std::min<std::size_t>(window, params_.penalty_last_n);
   std::unordered_map<std::int32_t, int> counts;
-  for (auto id : history.subspan(history.size() - window)) ++counts[id];
+  for (auto id : penalty_window(params_, history)) ++counts[id];
   for (const auto& [id, count] : counts) {
     if (id < 0 || static_cast<std::size_t>(id) >= logits.size()) continue;
     float& l = logits[id];
@@ -37,11 +19,7 @@ void Sampler::apply_penalties(std::span<float> logits, std::span<const std::int3
   }
 }
 
-std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32_t> history) {
-  apply_penalties(logits, history);
-  if (params_.temperature <= 0) {
-    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
+std::vector<double> Sampler::filtered_weights(std::span<const float> logits) {
   candidates_.clear();
   for (std::size_t i = 0; i < logits.size(); ++i) candidates_.emplace_back(logits[i], static_cast<std::int32_t>(i));
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
@@ -74,13 +52,34 @@ std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32
     while (kept < keep && probs[kept] >= threshold) ++kept;
     keep = kept;
   }
+  candidates_.resize(keep);
 
   std::vector<double> weights(keep);
   for (std::size_t i = 0; i < keep; ++i) {
     weights[i] = std::exp(static_cast<double>(candidates_[i].first - candidates_[0].first) / params_.temperature);
   }
+  return weights;
+}
+
+std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32_t> history) {
+  apply_penalties(logits, history);
+  if (params_.temperature <= 0) {
+    return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  const auto weights = filtered_weights(logits);
   std::discrete_distribution<std::size_t> draw(weights.begin(), weights.end());
   return candidates_[draw(rng_)].second;
+}
+
+std::vector<std::pair<std::int32_t, double>> Sampler::distribution(std::span<float> logits,
+                                                                   std::span<const std::int32_t> history) {
+  apply_penalties(logits, history);
+  const auto weights = filtered_weights(logits);
+  double total = 0;
+  for (double w : weights) total += w;
+  std::vector<std::pair<std::int32_t, double>> result;
+  for (std::size_t i = 0; i < weights.size(); ++i) result.emplace_back(candidates_[i].second, weights[i] / total);
+  return result;
 }
 
 }  // namespace rf

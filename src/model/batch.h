@@ -29,4 +29,8 @@ struct Batch {
   }
 };
 
+// Throws rf::Error for a token outside the vocabulary or a position without a KV cache block
+// (each backend checks on the host before it runs the step).
+void check_batch(const Batch& batch, int vocab_size, int block_size, int n_blocks);
+
 }  // namespace rf

@@ -1,12 +1,36 @@
 #pragma once
-// What a backend offers the engine: one forward step over a Batch against the KV cache it owns.
-// The CPU decoder and the GPU decoder both implement it; the engine never sees which.
+// What a backend offers the engine: one forward step over a Batch against the KV cache it owns,
+// and the same step followed by sampling. The CPU decoder and the GPU decoder both implement it;
+// the engine never sees which.
+#include <span>
 #include <string>
 #include <vector>
 
 #include "model/batch.h"
+#include "model/sampling.h"
 
 namespace rf {
+
+// How to pick the next token of one logit row.
+struct SampleRow {
+  TokenSampler& sampler;                  // the row's sequence's
+  std::span<const std::int32_t> history;  // that sequence so far, prompt included (for the penalties)
+};
+
+// What the device can do at best, measured: the denominators of the benchmark's bounds.
+struct DeviceCeilings {
+  std::string device;
+  double read_bandwidth = 0;  // bytes/s
+  double matmul_flops = 0;    // flop/s
+};
+
+// Device memory a backend's model takes, by purpose.
+struct MemoryFootprint {
+  std::size_t weights = 0;
+  std::size_t kv_cache = 0;
+  std::size_t activations = 0;  // a step's activations, logits and inputs
+  std::size_t total() const { return weights + kv_cache + activations; }
+};
 
 class ForwardPass {
  public:
@@ -14,10 +38,16 @@ class ForwardPass {
 
   // logits: batch.logit_rows.size() rows of vocab_size values, on the host.
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
+  // forward(batch), then the next token of each logit row (rows[r] samples logit row r). This
+  // default samples host logits with each row's sampler; a GPU backend samples on the device, so
+  // that only the token ids cross to the host.
+  virtual std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows);
   // Blocks of block_size positions in the KV cache (the allocator hands out 0 .. n_blocks-1).
   virtual int kv_blocks() const = 0;
   virtual std::size_t kv_cache_bytes() const = 0;
   virtual std::string device_name() const = 0;
+  // Runs the device's read-bandwidth and matmul probes (seconds of work).
+  virtual DeviceCeilings measure_ceilings() = 0;
 };
 
 }  // namespace rf

@@ -149,7 +149,8 @@ TEST(Cli, GenerateWithoutAModelUsesTheDemoModel) {
 namespace {
 
 TEST(Cli, BenchPrintsOneJsonRowPerSetting) {
-  const CliRun r = run("bench -m " + kModels + "qwen2 -p 16,32 -n 8 -b 1,3 -r 2 --json");
+  // On the CPU: in a GPU build on a machine without a device, --device auto's notice would join the output.
+  const CliRun r = run("bench --device cpu -m " + kModels + "qwen2 -p 16,32 -n 8 -b 1,3 -r 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto rows = nlohmann::json::parse(r.output);
   ASSERT_EQ(rows.size(), 4u);  // pp16, pp32, tg8 x batch 1, tg8 x batch 3

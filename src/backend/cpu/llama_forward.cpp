@@ -7,8 +7,8 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "backend/cpu/probe.h"
 #include "backend/cpu/quant.h"
-#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace rf::cpu {
@@ -32,21 +32,16 @@ LlamaForward::LlamaForward(const ModelConfig& config, const LlamaWeights& weight
 
 std::string LlamaForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
 
+DeviceCeilings LlamaForward::measure_ceilings() {
+  return {device_name(), measure_read_bandwidth(pool_), measure_matmul_flops(pool_)};
+}
+
 void LlamaForward::forward(const Batch& batch, std::vector<float>& logits) {
   KvCache& cache = cache_;
   const auto& c = config_;
   const std::size_t n = batch.size();
   const std::size_t hidden = c.hidden_size;
-  for (std::size_t t = 0; t < n; ++t) {
-    if (batch.tokens[t] < 0 || batch.tokens[t] >= c.vocab_size) {
-      fail("token id {} is outside the vocabulary (0..{})", batch.tokens[t], c.vocab_size - 1);
-    }
-    const auto& table = batch.block_tables.at(batch.sequence[t]);
-    const auto block = static_cast<std::size_t>(batch.positions[t] / cache.block_size());
-    if (batch.positions[t] < 0 || block >= table.size() || table[block] < 0 || table[block] >= cache.n_blocks()) {
-      fail("position {} has no KV cache block", batch.positions[t]);
-    }
-  }
+  check_batch(batch, c.vocab_size, cache.block_size(), cache.n_blocks());
 
   x_.resize(n * hidden);
   normed_.resize(n * hidden);

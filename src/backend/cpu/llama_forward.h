@@ -23,6 +23,7 @@ class LlamaForward : public ForwardPass {
   int kv_blocks() const override { return cache_.n_blocks(); }
   std::size_t kv_cache_bytes() const override { return cache_.bytes(); }
   std::string device_name() const override;
+  DeviceCeilings measure_ceilings() override;
 
  private:
   void attention(const Batch& batch, int layer);

@@ -19,6 +19,10 @@ class DeviceBuffer {
     if (count > 0) RF_GPU_CHECK(gpuMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
+  // A copy of `count` elements at `host` (a weight in a file's memory map, say).
+  DeviceBuffer(const T* host, std::size_t count) : DeviceBuffer(count) {
+    if (count > 0) RF_GPU_CHECK(gpuMemcpy(data_, host, bytes(), gpuMemcpyHostToDevice));
+  }
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
@@ -46,6 +50,9 @@ class DeviceBuffer {
     std::vector<T> host(count_);
     if (count_ > 0) RF_GPU_CHECK(gpuMemcpy(host.data(), data_, bytes(), gpuMemcpyDeviceToHost));
     return host;
+  }
+  void zero() {
+    if (count_ > 0) RF_GPU_CHECK(gpuMemset(data_, 0, bytes()));
   }
   // Fills every byte with 0xFF: NaN for f32, f16 and bf16, so that unwritten outputs show.
   void poison() {

@@ -5,6 +5,7 @@
 // quant.h) are the references their tests compare against.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "backend/gpu/vendor.h"
 #include "formats/weight_matrix.h"
@@ -52,11 +53,56 @@ void launch_rope_kv_append(float* q, const float* k, const float* v, const std::
 // out[i] = silu(gate[i]) * up[i] for n values; out may alias gate or up.
 void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream);
 
+// x[r * width + i] += bias[i] for each of `rows` rows: Qwen2's q/k/v biases.
+void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream_t stream);
+
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
 // y = W x for one vector: y[r] = sum_c W[r][c] * x[c], W in its stored type (decoded in registers).
 // Quantized rows must be whole blocks, and Q4_K's data 16-byte aligned (device allocations are).
 void launch_gemv(const WeightMatrix& w, const float* x, float* y, gpuStream_t stream);
+
+// ---- Declared for the next step; implemented in gemm*.cu / attention*.cu. ----
+
+// Vendor BLAS handle and scratch for prefill GEMMs (cuBLAS on CUDA, rocBLAS/hipBLAS where CMake
+// finds them on HIP, else the project's tiled kernel). One per stream; not thread-safe.
+class GemmContext;
+}  // namespace rf::gpu
+
+// The context is defined by the vendor glue alone, so it is deleted there too: callers hold it without
+// ever seeing its definition.
+template <>
+struct std::default_delete<rf::gpu::GemmContext> {
+  void operator()(rf::gpu::GemmContext* ctx) const;
+};
+
+namespace rf::gpu {
+
+std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream);
+
+// out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the prefill product
+// (n_tokens > 1; the decode GEMV above serves n_tokens == 1). Any stored type of W.
+void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out);
+
+// Which cache slots each token of a batch attends to: token t belongs to sequence seq[t] and sits at
+// position positions[t]; it attends causally to positions 0..positions[t] of its sequence, whose
+// slots come from block_tables[seq * max_blocks + position / block_size] (device arrays, as in
+// model/batch.h). max_positions bounds positions[t] + 1 over the batch (sizes split-K work).
+struct AttentionBatch {
+  const std::int32_t* positions;
+  const std::int32_t* seq;
+  const std::int32_t* block_tables;
+  int n_tokens;
+  int max_blocks;
+  int block_size;
+  int max_positions;
+};
+
+// out[t, h*head_dim + d] = softmax(q_t,h . K^T * scale) V over the cached keys/values of the layer,
+// GQA mapping head h to kv head h / (n_heads / n_kv_heads). Flash attention for prefill chunks,
+// split-sequence (flash-decoding) for single-token decode; never materialises the score matrix.
+void launch_attention(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float scale,
+                      float* out, gpuStream_t stream);
 
 }  // namespace rf::gpu

@@ -1,0 +1,46 @@
+#pragma once
+// A model's weights copied to the device once (host code only): matrices in their stored types,
+// seen through the same WeightMatrix views as on the host but with data in device memory; norms,
+// biases and the RoPE frequencies in fp32. Tied output weights share the embedding's copy.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backend/gpu/device_buffer.h"
+#include "model/checkpoint.h"
+
+namespace rf::gpu {
+
+struct DeviceLayer {
+  const float* attn_norm;
+  WeightMatrix wq, wk, wv, wo;
+  const float* bq;  // Qwen2, else null
+  const float* bk;
+  const float* bv;
+  const float* q_norm;  // Qwen3, else null
+  const float* k_norm;
+  const float* ffn_norm;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+class DeviceWeights {
+  // First: the views below point into these, and are initialised in order.
+  std::vector<DeviceBuffer<std::uint8_t>> matrices_;
+  std::vector<DeviceBuffer<float>> vectors_;
+
+ public:
+  DeviceWeights(const ModelConfig& config, const LlamaWeights& host);
+
+  WeightMatrix token_embedding;
+  std::vector<DeviceLayer> layers;
+  const float* output_norm;
+  WeightMatrix output;
+  const float* inv_freq;  // RoPE: head_dim / 2 values, scaling applied (rope_inv_freq in model/config.h)
+
+ private:
+  WeightMatrix upload(const WeightMatrix& host);
+  const float* upload(const std::vector<float>& host);
+  const float* upload(const std::optional<std::vector<float>>& host) { return host ? upload(*host) : nullptr; }
+};
+
+}  // namespace rf::gpu

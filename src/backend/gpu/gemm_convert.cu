@@ -1,0 +1,82 @@
+// The 16-bit operands of a vendor BLAS's tensor-core GEMM: activations rounded, quantized weights decoded.
+#include <algorithm>
+
+#include "backend/gpu/gemm_decode.cuh"
+#include "backend/gpu/gemm_kernels.h"
+#include "backend/gpu/launch_check.h"
+
+namespace rf::gpu {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::size_t kMaxBlocks = std::size_t{1} << 16;  // then each thread strides over the rest
+
+// Round to nearest even; NaN stays a (quiet) NaN. The device twin of rf::f32_to_bf16.
+__device__ __forceinline__ std::uint16_t float_to_bf16_bits(float v) {
+  std::uint32_t u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads) round_kernel(const float* x, std::size_t n, std::uint16_t* out) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < n; i += stride) {
+    out[i] = kBf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
+  }
+}
+
+// One slice per thread, its runs written as f16.
+template <class D>
+__global__ void __launch_bounds__(kThreads)
+    decode_f16_kernel(const std::uint8_t* w, std::size_t row_bytes, int cols, int row_slices, std::size_t slices,
+                       std::uint16_t* out) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < slices; i += stride) {
+    const std::size_t row = i / row_slices;
+    typename D::Slice slice;
+    D::decode(w + row * row_bytes, static_cast<int>(i % row_slices), slice);
+    std::uint16_t* out_row = out + row * cols;
+#pragma unroll
+    for (int run = 0; run < D::kRuns; ++run) {
+#pragma unroll
+      for (int e = 0; e < D::kRunLength; ++e) out_row[slice.column[run] + e] = float_to_half_bits(slice_value<D>(slice, run, e));
+    }
+  }
+}
+
+unsigned grid_for(std::size_t items) {
+  return static_cast<unsigned>(std::min((items + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+}  // namespace
+
+void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint16_t* out, gpuStream_t stream) {
+  require(type == DType::F16 || type == DType::BF16, "launch_round_to_16bit", "type must be f16 or bf16");
+  if (n == 0) return;
+  if (type == DType::BF16) {
+    round_kernel<true><<<grid_for(n), kThreads, 0, stream>>>(x, n, out);
+  } else {
+    round_kernel<false><<<grid_for(n), kThreads, 0, stream>>>(x, n, out);
+  }
+  RF_GPU_CHECK_LAUNCH();
+}
+
+void launch_decode_to_f16(const WeightMatrix& w, std::uint16_t* out, gpuStream_t stream) {
+  require(is_quantized(w.dtype), "launch_decode_to_f16", "weights are not quantized");
+  require(w.rows > 0 && w.cols > 0 && w.rows <= (1u << 30) && w.cols <= (1u << 30), "launch_decode_to_f16",
+          "weight shape is empty or too large");
+  with_decoder(w.dtype, [&](auto decoder) {
+    using D = decltype(decoder);
+    const int row_slices = decodable_slices<D>(w.data, static_cast<int>(w.cols), "launch_decode_to_f16");
+    const std::size_t slices = w.rows * row_slices;
+    decode_f16_kernel<D><<<grid_for(slices), kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(w.data),
+                                                                     row_bytes(w.dtype, w.cols),
+                                                                     static_cast<int>(w.cols), row_slices, slices, out);
+    RF_GPU_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace rf::gpu

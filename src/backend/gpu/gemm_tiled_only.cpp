@@ -1,0 +1,21 @@
+// launch_gemm where CMake found no vendor BLAS (HIP builds without hipBLAS): the project's tiled kernel.
+#include "backend/gpu/gemm_kernels.h"
+#include "backend/gpu/ops.h"
+
+namespace rf::gpu {
+
+class GemmContext {
+ public:
+  explicit GemmContext(gpuStream_t stream) : stream(stream) {}
+  gpuStream_t stream;
+};
+
+std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
+
+void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
+  launch_gemm_tiled(w, x, n_tokens, out, ctx.stream);
+}
+
+}  // namespace rf::gpu
+
+void std::default_delete<rf::gpu::GemmContext>::operator()(rf::gpu::GemmContext* ctx) const { delete ctx; }

@@ -1,0 +1,283 @@
+#include "backend/gpu/llama_forward_gpu.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "backend/gpu/attention_kernels.h"
+#include "backend/gpu/gpu_device.h"
+#include "backend/gpu/probe.h"
+#include "util/error.h"
+
+namespace rf::gpu {
+
+namespace {
+
+// Sub-buffers start 256 bytes apart, so that every kernel's vector loads stay aligned.
+constexpr std::size_t kAlignElements = 64;
+
+std::size_t round_up(std::size_t n) { return (n + kAlignElements - 1) / kAlignElements * kAlignElements; }
+
+std::size_t kv_cache_elements(const ModelConfig& c, const GpuForwardOptions& o) {
+  return 2ull * c.n_layers * o.kv_blocks * o.block_size * c.kv_dim();
+}
+
+std::string describe_device() {
+  const DeviceScan scan = scan_devices();
+  if (scan.devices.empty()) fail("{}", scan.why_none);
+  const DeviceInfo& d = scan.devices.front();  // the runtime's current device
+  return fmt::format("{}:{} {} ({})", backend_name(), d.index, d.name, d.arch);
+}
+
+// Attention's bound on positions, rounded up to a power of two so that a decode graph serves many
+// steps; eager steps use the same rounding, so graph and eager runs launch the same work.
+int attention_span(int positions, int cache_positions) {
+  constexpr int kMinSpan = 64;
+  return std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(positions, kMinSpan)))), cache_positions);
+}
+
+}  // namespace
+
+LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
+    : config_(config),
+      options_(options),
+      device_name_(describe_device()),
+      gemm_(make_gemm_context(stream_.get())),
+      weights_(config, weights),
+      kv_cache_(kv_cache_elements(config, options)),
+      activation_storage_(layout(config, options.max_batch_tokens, nullptr, nullptr)),
+      input_storage_(layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr)),
+      host_inputs_(input_storage_.size()),
+      sampler_(config.vocab_size) {
+  if (options.max_batch_tokens <= 0 || options.kv_blocks <= 0 || options.block_size <= 0) {
+    fail("the GPU decoder needs a positive batch size, KV cache and block size");
+  }
+  layout(config, options.max_batch_tokens, activation_storage_.data(), &activations_);
+  layout(options.max_batch_tokens, options.kv_blocks, input_storage_.data(), &inputs_);
+}
+
+LlamaForwardGpu::~LlamaForwardGpu() = default;
+
+MemoryFootprint LlamaForwardGpu::footprint(const ModelConfig& config, std::size_t weight_bytes,
+                                           const GpuForwardOptions& options) {
+  // Norms and biases are left out: kilobytes beside the matrices.
+  return {weight_bytes, kv_cache_elements(config, options) * sizeof(std::uint16_t),
+          layout(config, options.max_batch_tokens, nullptr, nullptr) * sizeof(float) +
+              layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr) * sizeof(std::int32_t)};
+}
+
+std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* base, Activations* out) {
+  std::size_t used = 0;
+  auto take = [&](std::size_t per_token) {
+    float* at = base ? base + used : nullptr;
+    used += round_up(per_token * tokens);
+    return at;
+  };
+  const Activations a{take(c.hidden_size), take(c.hidden_size), take(c.q_dim()),        take(c.kv_dim()),
+                      take(c.kv_dim()),    take(c.q_dim()),     take(c.hidden_size),    take(c.intermediate_size),
+                      take(c.intermediate_size), take(c.hidden_size), take(c.vocab_size)};
+  if (out) *out = a;
+  return used;
+}
+
+std::size_t LlamaForwardGpu::layout(int tokens, int table_width, std::int32_t* base, StepInputs* out) {
+  std::size_t used = 0;
+  auto take = [&](std::size_t per_token) {
+    std::int32_t* at = base ? base + used : nullptr;
+    used += round_up(per_token * tokens);
+    return at;
+  };
+  // A chunk has at most one sequence per token: `tokens` block tables of table_width blocks, last,
+  // so that a step uploads only the tables it uses.
+  const StepInputs in{take(1), take(1), take(1), take(1), take(1), take(table_width)};
+  if (out) *out = in;
+  return used;
+}
+
+KvCacheLayer LlamaForwardGpu::cache_layer(int layer) {
+  const std::size_t per_layer = static_cast<std::size_t>(options_.kv_blocks) * options_.block_size * config_.kv_dim();
+  std::uint16_t* keys = kv_cache_.data() + 2 * layer * per_layer;
+  return {keys, keys + per_layer};
+}
+
+void LlamaForwardGpu::forward(const Batch& batch, std::vector<float>& logits) {
+  const std::size_t vocab = config_.vocab_size;
+  logits.resize(batch.logit_rows.size() * vocab);
+  run(batch, [&](int first, int count) {
+    RF_GPU_CHECK(gpuMemcpyAsync(logits.data() + first * vocab, activations_.logits, count * vocab * sizeof(float),
+                                gpuMemcpyDeviceToHost, stream_.get()));
+  });
+  stream_.synchronize();
+}
+
+std::vector<std::int32_t> LlamaForwardGpu::sample(const Batch& batch, std::span<const SampleRow> rows) {
+  if (rows.size() != batch.logit_rows.size()) fail("{} sampling rows for {} logit rows", rows.size(), batch.logit_rows.size());
+  sampler_.prepare(rows, stream_.get());
+  run(batch, [&](int first, int count) { sampler_.sample(activations_.logits, first, count, stream_.get()); });
+  return sampler_.tokens(stream_.get());
+}
+
+void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits) {
+  check_batch(batch, config_.vocab_size, options_.block_size, options_.kv_blocks);
+  const int n = static_cast<int>(batch.size());
+  const int rows = static_cast<int>(batch.logit_rows.size());
+  for (int r = 0; r < rows; ++r) {
+    const int t = batch.logit_rows[r];
+    if (t < 0 || t >= n || (r > 0 && t <= batch.logit_rows[r - 1])) {
+      fail("logit rows must be distinct tokens of the batch in increasing order");
+    }
+  }
+  const int capacity = options_.max_batch_tokens;
+  const bool decode = n <= capacity && rows == n && batch.block_tables.size() == batch.size();
+  int row = 0;
+  for (int begin = 0; begin < n; begin += capacity) {
+    const int end = std::min(n, begin + capacity);
+    const int first = row;
+    while (row < rows && batch.logit_rows[row] < end) ++row;
+    const StepShape shape = stage(batch, begin, end, first, row);
+    reserve_scratch(shape);
+    if (decode && options_.graphs) {
+      auto [graph, first_seen] = graphs_.try_emplace(shape);
+      if (first_seen) {
+        launch_step(shape);
+      } else {
+        if (!graph->second) graph->second.emplace(stream_.get(), [&] { launch_step(shape); });
+        graph->second->launch(stream_.get());
+      }
+    } else {
+      launch_step(shape);
+    }
+    if (row > first) on_logits(first, row - first);
+  }
+}
+
+LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin, int end, int first_row, int end_row) {
+  const int width = options_.kv_blocks, block_size = options_.block_size;
+  auto host = [&](std::int32_t* device) { return host_inputs_.data() + (device - input_storage_.data()); };
+  std::int32_t* tokens = host(inputs_.tokens);
+  std::int32_t* positions = host(inputs_.positions);
+  std::int32_t* seq = host(inputs_.seq);
+  std::int32_t* slots = host(inputs_.slots);
+  std::int32_t* tables = host(inputs_.block_tables);
+  // The chunk's sequences, numbered in order of appearance: their tables are the chunk's.
+  std::vector<int> chunk_seq(batch.block_tables.size(), -1);
+  int n_seqs = 0, max_position = 0;
+  for (int t = begin; t < end; ++t) {
+    const int i = t - begin, s = batch.sequence[t], position = batch.positions[t];
+    const auto& table = batch.block_tables[s];
+    if (chunk_seq[s] < 0) {
+      if (static_cast<int>(table.size()) > width) fail("a block table of {} blocks exceeds the KV cache", table.size());
+      chunk_seq[s] = n_seqs++;
+      std::copy(table.begin(), table.end(), tables + static_cast<std::size_t>(chunk_seq[s]) * width);
+    }
+    tokens[i] = batch.tokens[t];
+    positions[i] = position;
+    seq[i] = chunk_seq[s];
+    slots[i] = table[position / block_size] * block_size + position % block_size;
+    max_position = std::max(max_position, position);
+  }
+  std::int32_t* logit_tokens = host(inputs_.logit_tokens);
+  for (int r = first_row; r < end_row; ++r) logit_tokens[r - first_row] = batch.logit_rows[r] - begin;
+  const std::size_t used = (tables - host_inputs_.data()) + static_cast<std::size_t>(n_seqs) * width;
+  RF_GPU_CHECK(gpuMemcpyAsync(input_storage_.data(), host_inputs_.data(), used * sizeof(std::int32_t),
+                              gpuMemcpyHostToDevice, stream_.get()));
+  return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size)};
+}
+
+AttentionBatch LlamaForwardGpu::attention_batch(const StepShape& shape) const {
+  return {inputs_.positions, inputs_.seq, inputs_.block_tables, shape.n_tokens, options_.kv_blocks, options_.block_size,
+          shape.max_positions};
+}
+
+void LlamaForwardGpu::reserve_scratch(const StepShape& shape) {
+  const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
+  const AttentionBatch batch = attention_batch(shape);
+  const std::size_t bytes = attention_workspace_bytes(plan_attention(batch, heads), batch, heads);
+  const bool grows = bytes > attention_workspace_.size() || shape.n_tokens > most_tokens_;
+  if (!grows) return;
+  stream_.synchronize();  // nothing queued still uses the scratch or the graphs
+  graphs_.clear();
+  if (bytes > attention_workspace_.size()) attention_workspace_ = DeviceBuffer<std::uint8_t>(bytes);
+  most_tokens_ = std::max(most_tokens_, shape.n_tokens);
+}
+
+void LlamaForwardGpu::project(const WeightMatrix& w, const float* x, int n_tokens, float* out) {
+  if (n_tokens == 1) {
+    launch_gemv(w, x, out, stream_.get());
+  } else {
+    launch_gemm(*gemm_, w, x, n_tokens, out);
+  }
+}
+
+void LlamaForwardGpu::launch_step(const StepShape& shape) {
+  const auto& c = config_;
+  const Activations& a = activations_;
+  const int n = shape.n_tokens;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get());
+  // Each layer's last residual add is fused into the next norm.
+  const float* residual = nullptr;
+  for (int l = 0; l < c.n_layers; ++l) {
+    launch_layer(l, shape, residual);
+    residual = a.proj;
+  }
+  if (shape.n_logits == 0) return;
+  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get());
+  // Logit rows are increasing: as many as tokens means every token, in order; else gather them
+  // (an embedding lookup is a row gather of any matrix).
+  const float* logit_input = a.normed;
+  if (shape.n_logits < n) {
+    const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n), static_cast<std::size_t>(c.hidden_size), a.normed};
+    launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, stream_.get());
+    logit_input = a.logit_in;
+  }
+  project(weights_.output, logit_input, shape.n_logits, a.logits);
+}
+
+void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const float* residual) {
+  const auto& c = config_;
+  const DeviceLayer& w = weights_.layers[layer];
+  const Activations& a = activations_;
+  const int n = shape.n_tokens;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
+  gpuStream_t stream = stream_.get();
+
+  launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream);
+  project(w.wq, a.normed, n, a.q);
+  project(w.wk, a.normed, n, a.k);
+  project(w.wv, a.normed, n, a.v);
+  if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), stream);
+  if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), stream);
+  if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
+  if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, stream);
+  const KvCacheLayer cache = cache_layer(layer);
+  launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,
+                        cache, stream);
+  const AttentionBatch batch = attention_batch(shape);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  launch_attention_planned(plan_attention(batch, heads), a.q, cache, batch, heads, scale, a.attn,
+                           attention_workspace_.data(), stream);
+  project(w.wo, a.attn, n, a.proj);
+  launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream);
+  project(w.w_gate, a.normed, n, a.gate);
+  project(w.w_up, a.normed, n, a.up);
+  launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, stream);
+  project(w.w_down, a.gate, n, a.proj);
+}
+
+DeviceCeilings LlamaForwardGpu::measure_ceilings() {
+  DeviceCeilings ceilings{device_name_, measure_read_bandwidth(stream_.get()), measure_matmul_flops(*gemm_, stream_.get())};
+  // The matmul probe grew GemmContext's scratch, whose old address the graphs hold.
+  stream_.synchronize();
+  graphs_.clear();
+  return ceilings;
+}
+
+int LlamaForwardGpu::graphs_captured() const {
+  return static_cast<int>(std::count_if(graphs_.begin(), graphs_.end(), [](const auto& g) { return g.second.has_value(); }));
+}
+
+}  // namespace rf::gpu

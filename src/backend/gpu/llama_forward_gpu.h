@@ -1,0 +1,107 @@
+#pragma once
+// The Llama-family decoder on the GPU (host code; the kernels are ops.h's), step for step the CPU
+// decoder's (backend/cpu/llama_forward.cpp): weights copied to the device once in their stored
+// types, the paged KV cache in f16 allocated up front, activations for max_batch_tokens tokens
+// (longer batches run in chunks of that many, in order, so later tokens see earlier ones' keys).
+// Decode steps, in which every sequence brings one token, are captured into a graph per shape
+// and replayed; sample() keeps the logits on the device and returns only token ids.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "backend/gpu/device_buffer.h"
+#include "backend/gpu/device_sampler.h"
+#include "backend/gpu/device_weights.h"
+#include "backend/gpu/graph.h"
+#include "backend/gpu/ops.h"
+#include "model/checkpoint.h"
+#include "model/forward_pass.h"
+
+namespace rf::gpu {
+
+struct GpuForwardOptions {
+  int block_size = 16;
+  int kv_blocks = 0;
+  int max_batch_tokens = 512;
+  bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
+};
+
+class LlamaForwardGpu : public ForwardPass {
+ public:
+  // The config must outlive this object; the weights are copied (the host copy may go).
+  LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options);
+  ~LlamaForwardGpu() override;
+
+  // What the constructor will allocate, without a device: `weight_bytes` as Checkpoint::weight_bytes.
+  static MemoryFootprint footprint(const ModelConfig& config, std::size_t weight_bytes, const GpuForwardOptions& options);
+
+  void forward(const Batch& batch, std::vector<float>& logits) override;
+  std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) override;
+  int kv_blocks() const override { return options_.kv_blocks; }
+  std::size_t kv_cache_bytes() const override { return kv_cache_.bytes(); }
+  std::string device_name() const override { return device_name_; }
+  DeviceCeilings measure_ceilings() override;
+
+  int graphs_captured() const;
+
+ private:
+  // Device buffers of one step, carved from one allocation each.
+  struct Activations {
+    float *x, *normed, *q, *k, *v, *attn, *proj, *gate, *up, *logit_in, *logits;
+  };
+  struct StepInputs {
+    std::int32_t *tokens, *positions, *seq, *slots, *logit_tokens, *block_tables;
+  };
+  // What a chunk's launches depend on besides the buffers: a graph replays for one StepShape.
+  struct StepShape {
+    int n_tokens;
+    int n_logits;
+    int max_positions;  // rounded up, so that few shapes occur
+    bool operator<(const StepShape& o) const {
+      return std::tie(n_tokens, n_logits, max_positions) < std::tie(o.n_tokens, o.n_logits, o.max_positions);
+    }
+  };
+
+  static std::size_t layout(const ModelConfig& c, int tokens, float* base, Activations* out);
+  static std::size_t layout(int tokens, int table_width, std::int32_t* base, StepInputs* out);
+
+  // Runs the batch chunk by chunk; after each chunk, its logit rows [first, first + count) are in
+  // activations_.logits and on_logits(first, count) is called.
+  void run(const Batch& batch, const std::function<void(int first, int count)>& on_logits);
+  // Uploads tokens [begin, end) of the batch with logit rows [first_row, end_row), and says their shape.
+  StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
+  // Grows the scratch a step of this shape needs (see below).
+  void reserve_scratch(const StepShape& shape);
+  AttentionBatch attention_batch(const StepShape& shape) const;
+  void launch_step(const StepShape& shape);
+  void launch_layer(int layer, const StepShape& shape, const float* residual);
+  void project(const WeightMatrix& w, const float* x, int n_tokens, float* out);
+  KvCacheLayer cache_layer(int layer);
+
+  const ModelConfig& config_;
+  GpuForwardOptions options_;
+  std::string device_name_;
+  Stream stream_;
+  std::unique_ptr<GemmContext> gemm_;
+  DeviceWeights weights_;
+  DeviceBuffer<std::uint16_t> kv_cache_;  // per layer: keys, then values
+  DeviceBuffer<float> activation_storage_;
+  Activations activations_;
+  DeviceBuffer<std::int32_t> input_storage_;
+  StepInputs inputs_;
+  std::vector<std::int32_t> host_inputs_;  // staging, in input_storage_'s layout
+  DeviceSampler sampler_;
+  // Scratch that grows with the steps: the attention's split partials here, and GemmContext's
+  // operand copies (for up to most_tokens_ tokens). Growing moves it, and graphs hold its address:
+  // they are dropped then. Only a step of a shape not seen before, which runs eagerly, grows it.
+  DeviceBuffer<std::uint8_t> attention_workspace_;
+  int most_tokens_ = 0;
+  // A decode shape's first step runs eagerly; the second captures it.
+  std::map<StepShape, std::optional<CapturedGraph>> graphs_;
+};
+
+}  // namespace rf::gpu

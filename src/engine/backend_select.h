@@ -1,0 +1,38 @@
+#pragma once
+// Which backend runs a model: the CPU, or this build's GPU backend (CUDA or HIP) where there is a
+// device. The one place that knows which backends the build has.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/forward_pass.h"
+
+namespace rf {
+
+class ThreadPool;
+
+struct BackendShape {
+  int block_size;
+  int kv_blocks;
+  int max_batch_tokens;
+};
+
+// device "auto": the GPU when the build has a GPU backend and it finds a device, else the CPU (with
+// a one-line notice on stderr when a GPU build found none); "cpu"; "cuda" or "rocm": that backend,
+// failing when the build lacks it or it finds no device. The checkpoint and pool must outlive it.
+std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
+                                               ThreadPool& pool, const BackendShape& shape);
+
+// "cpu", then "cuda" or "rocm" in a GPU build.
+std::vector<std::string> built_backends();
+
+// One line per device of the build's GPU backend ("cuda:0 NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB"),
+// or one saying why there is none; nothing in a CPU-only build.
+std::vector<std::string> describe_gpu_devices();
+
+// What the model takes on the GPU backend (KV cache in f16); nullopt in a CPU-only build.
+std::optional<MemoryFootprint> gpu_footprint(const Checkpoint& checkpoint, const BackendShape& shape);
+
+}  // namespace rf

@@ -1,0 +1,282 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/logprobs.h"
+#include "engine/model_runner.h"
+#include "util/error.h"
+
+namespace rf {
+
+namespace {
+constexpr int kBlockSize = ModelRunner::kBlockSize;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+}  // namespace
+
+Scheduler::Scheduler(ModelRunner& runner, const SchedulerOptions& options) : runner_(runner), options_(options) {
+  if (options_.max_context <= 0) options_.max_context = runner.ctx_size();
+  if (options_.step_tokens <= 0) options_.step_tokens = runner.max_batch_tokens();
+  // Every running sequence must fit in a step with its next token.
+  options_.step_tokens = std::max(options_.step_tokens, options_.max_running);
+  const int cache_positions = runner.blocks().total_blocks() * kBlockSize;
+  if (options_.max_context > cache_positions) {
+    fail("a sequence may use {} positions but the KV cache only holds {}", options_.max_context, cache_positions);
+  }
+  if (options_.max_running <= 0 || options_.max_queued < 0) fail("the scheduler needs room for at least one sequence");
+  publish_state();
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
+  const auto& prompt = request.prompt;
+  if (prompt.empty()) fail("the prompt is empty: nothing to generate from");
+  const int vocab = runner_.config().vocab_size;
+  for (auto id : prompt) {
+    if (id < 0 || id >= vocab) fail("token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+  }
+  if (static_cast<int>(prompt.size()) >= options_.max_context) {
+    fail("the prompt has {} tokens, which does not fit in the context of {} tokens", prompt.size(), options_.max_context);
+  }
+  if (request.options.max_tokens == 0) fail("max_tokens must be at least 1");
+  auto channel = std::make_shared<RequestChannel>();
+  // Built here, on the caller's thread, so that bad sampling values throw to the caller.
+  auto sequence = std::make_unique<ActiveSequence>(std::move(request), channel, runner_.tokenizer(), options_.max_context);
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || static_cast<int>(incoming_.size()) + metrics_.waiting >= options_.max_queued) return nullptr;
+    incoming_.push_back(std::move(sequence));
+  }
+  wake_.notify_one();
+  return channel;
+}
+
+void Scheduler::run() {
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !waiting_.empty() || !running_.empty(); });
+      if (stopping_) break;
+      for (auto& s : incoming_) waiting_.push_back(std::move(s));
+      incoming_.clear();
+    }
+    step();
+    publish_state();
+  }
+  std::lock_guard lock(mutex_);
+  for (auto* queue : {&incoming_, &waiting_}) {
+    for (auto& s : *queue) s->fail("the server is shutting down");
+  }
+  for (auto& s : running_) {
+    s->fail("the server is shutting down");
+    runner_.blocks().release_all(s->block_table);
+  }
+}
+
+void Scheduler::step() {
+  drop_cancelled();
+  std::vector<Scheduled> scheduled;
+  int budget = options_.step_tokens;
+  const bool preempted = schedule_running(scheduled, budget);
+  // Admitting right after a preemption would hand the freed blocks straight back.
+  if (!preempted) admit_waiting(scheduled, budget);
+  if (scheduled.empty()) return;
+  execute(scheduled);
+}
+
+void Scheduler::drop_cancelled() {
+  auto drop = [&](auto& queue) {
+    return std::erase_if(queue, [&](const auto& s) {
+      if (!s->channel().cancelled()) return false;
+      runner_.blocks().release_all(s->block_table);
+      s->fail("the request was cancelled");  // for a reader still there (rbee's DELETE)
+      return true;
+    });
+  };
+  metrics_.requests_cancelled += drop(running_) + drop(waiting_);
+}
+
+bool Scheduler::schedule_running(std::vector<Scheduled>& scheduled, int& budget) {
+  bool preempted = false;
+  while (true) {
+    // Decoding sequences first, one token each, oldest first; then prompts part-way through prefill.
+    for (int prefill = 0; prefill < 2; ++prefill) {
+      for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+        ActiveSequence& s = *running_[i];
+        if ((s.pending() > 1) != (prefill == 1)) continue;
+        std::size_t count = reserve_up_to(s, std::min<std::size_t>(s.pending(), budget));
+        // A decoding sequence that finds the cache full takes the room of the newest one.
+        while (count == 0 && !prefill && running_.back().get() != &s) {
+          preempt_newest();
+          preempted = true;
+          count = reserve_up_to(s, 1);
+        }
+        if (count == 0 && !prefill) {  // it is the newest itself
+          preempt_newest();
+          preempted = true;
+          break;
+        }
+        if (count == 0) continue;
+        scheduled.push_back({&s, count});
+        budget -= static_cast<int>(count);
+      }
+    }
+    // Prompts part-way through prefill can hold every block with none of them able to move on:
+    // give the newest one's blocks back and try again.
+    if (!scheduled.empty() || running_.empty()) return preempted;
+    preempt_newest();
+    preempted = true;
+  }
+}
+
+void Scheduler::admit_waiting(std::vector<Scheduled>& scheduled, int& budget) {
+  auto& blocks = runner_.blocks();
+  while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < options_.max_running) {
+    ActiveSequence& s = *waiting_.front();
+    if (options_.prefix_caching) {
+      // The last token is always computed: its logits choose the next one.
+      const std::size_t cached = s.prefix.adopt_cached(blocks, s.tokens, kBlockSize, (s.tokens.size() - 1) / kBlockSize, s.block_table);
+      s.computed = cached;
+      if (s.generated() == 0) s.cached_prompt_tokens = std::max(s.cached_prompt_tokens, cached);
+    }
+    const std::size_t count = reserve_up_to(s, std::min<std::size_t>(s.pending(), budget));
+    if (count == 0) {
+      blocks.release_all(s.block_table);
+      s.prefix.reset();
+      s.computed = 0;
+      return;
+    }
+    scheduled.push_back({&s, count});
+    budget -= static_cast<int>(count);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+std::size_t Scheduler::reserve_up_to(ActiveSequence& s, std::size_t wanted) {
+  auto& blocks = runner_.blocks();
+  const std::size_t room = (s.block_table.size() + blocks.free_blocks()) * kBlockSize - s.computed;
+  const std::size_t count = std::min(wanted, room);
+  if (count > 0 && !blocks.reserve(s.block_table, static_cast<int>(s.computed + count), kBlockSize)) {
+    fail("the KV cache refused {} positions it had room for", s.computed + count);
+  }
+  return count;
+}
+
+void Scheduler::preempt_newest() {
+  auto sequence = std::move(running_.back());
+  running_.pop_back();
+  runner_.blocks().release_all(sequence->block_table);
+  sequence->prefix.reset();
+  sequence->computed = 0;
+  waiting_.push_front(std::move(sequence));
+  ++metrics_.preemptions;
+}
+
+void Scheduler::execute(const std::vector<Scheduled>& scheduled) {
+  Batch batch;
+  for (const auto& [s, count] : scheduled) {
+    const auto index = static_cast<std::int32_t>(batch.block_tables.size());
+    batch.block_tables.push_back(s->block_table);
+    batch.add_sequence(index, s->tokens.data() + s->computed, count, static_cast<std::int32_t>(s->computed),
+                       s->computed + count == s->tokens.size());
+  }
+  metrics_.batch_tokens.observe(static_cast<double>(batch.size()));
+  ++metrics_.steps;
+  std::vector<std::int32_t> next;
+  std::vector<std::optional<TokenLogprobs>> logprobs;
+  try {
+    sample_next(scheduled, batch, next, logprobs);
+  } catch (const std::exception& e) {
+    spdlog::error("forward step failed: {}", e.what());
+    for (const auto& item : scheduled) {
+      item.sequence->fail(e.what());
+      ++metrics_.requests_failed;
+      retire(*item.sequence);
+    }
+    return;
+  }
+
+  std::size_t row = 0;
+  const auto now = Clock::now();
+  for (const auto& [s, count] : scheduled) {
+    s->computed += count;
+    if (options_.prefix_caching) s->prefix.publish_full(runner_.blocks(), s->tokens, s->computed, kBlockSize, s->block_table);
+    if (s->computed < s->tokens.size()) continue;  // a prompt chunk short of the end
+    const bool finished = s->advance(next[row], std::move(logprobs[row]), runner_.stop_ids());
+    ++row;
+    ++metrics_.generated_tokens;
+    if (s->last_token_time == Clock::time_point{}) {
+      metrics_.time_to_first_token.observe(seconds_between(s->arrival, now));
+    } else {
+      metrics_.inter_token_latency.observe(seconds_between(s->last_token_time, now));
+    }
+    s->last_token_time = now;
+    if (finished) {
+      ++metrics_.requests_finished;
+      metrics_.prompt_tokens += s->tokens.size() - s->generated();
+      metrics_.cached_prompt_tokens += s->cached_prompt_tokens;
+      metrics_.request_latency.observe(seconds_between(s->arrival, now));
+      retire(*s);
+    }
+  }
+}
+
+// The next token of every sequence whose last token ran. The backend samples (on its device,
+// where it has one) unless someone wants log-probabilities, which need the logits on the host.
+void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
+                            std::vector<std::optional<TokenLogprobs>>& logprobs) {
+  std::vector<ActiveSequence*> sampling;
+  for (const auto& [s, count] : scheduled) {
+    if (s->computed + count == s->tokens.size()) sampling.push_back(s);
+  }
+  logprobs.assign(sampling.size(), std::nullopt);
+  const bool host_logits = std::any_of(sampling.begin(), sampling.end(), [](auto* s) { return s->top_logprobs() >= 0; });
+  if (!host_logits) {
+    std::vector<SampleRow> rows;
+    for (auto* s : sampling) rows.push_back({s->sampler(), s->penalty_history()});
+    next = runner_.sample(batch, rows);
+    return;
+  }
+  runner_.forward(batch, logits_);
+  const std::size_t vocab = runner_.config().vocab_size;
+  next.clear();
+  for (std::size_t r = 0; r < sampling.size(); ++r) {
+    const std::span<float> row(logits_.data() + r * vocab, vocab);
+    const int top = sampling[r]->top_logprobs();
+    std::vector<float> raw;
+    if (top >= 0) raw.assign(row.begin(), row.end());  // the sampler edits the row
+    next.push_back(sampling[r]->sampler().sample(row, sampling[r]->penalty_history()));
+    if (top >= 0) logprobs[r] = token_logprobs(raw, next.back(), top);
+  }
+}
+
+// Marks a sequence done: its blocks go back now, the sequence itself at the end of the step.
+void Scheduler::retire(ActiveSequence& sequence) {
+  runner_.blocks().release_all(sequence.block_table);
+  const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& s) { return s.get() == &sequence; });
+  if (it != running_.end()) it->reset();
+  std::erase(running_, nullptr);
+}
+
+void Scheduler::publish_state() {
+  const auto& blocks = runner_.blocks();
+  metrics_.waiting = static_cast<int>(waiting_.size());
+  metrics_.running = static_cast<int>(running_.size());
+  metrics_.kv_blocks_total = blocks.total_blocks();
+  metrics_.kv_blocks_used = blocks.total_blocks() - blocks.free_blocks();
+  metrics_.kv_blocks_cached = blocks.cached_blocks();
+}
+
+}  // namespace rf

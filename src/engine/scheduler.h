@@ -1,0 +1,83 @@
+#pragma once
+// Continuous batching over one ModelRunner, vLLM-style. Requests arrive from any thread through
+// submit() and stream their results back through a RequestChannel; one engine thread owns the
+// runner and, each step, runs every decoding sequence's next token together with chunks of the
+// prompts being prefilled (up to a token budget), admits waiting requests while the paged KV
+// cache has room, and retires finished, failed and cancelled ones, freeing their blocks. When
+// the cache runs out mid-generation, the newest sequence is preempted: its blocks are freed and
+// it waits to be recomputed, keeping its sampler state, so nothing is lost but time.
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/active_sequence.h"
+#include "engine/engine_metrics.h"
+#include "engine/request.h"
+#include "model/batch.h"
+
+namespace rf {
+
+class ModelRunner;
+
+struct SchedulerOptions {
+  int max_context = 0;   // positions one sequence may use; 0: the runner's context
+  int max_running = 64;  // sequences in the batch at once
+  int max_queued = 256;  // requests waiting for a place; submit() refuses more
+  int step_tokens = 0;   // tokens per forward step (at least max_running); 0: the runner's batch size
+  bool prefix_caching = true;
+};
+
+class Scheduler {
+ public:
+  Scheduler(ModelRunner& runner, const SchedulerOptions& options);
+  ~Scheduler();  // stops the engine thread; requests still in flight get a Failed event
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws rf::Error for one that can never run (empty, too long, bad
+  // sampling values); returns null when the queue is full.
+  std::shared_ptr<RequestChannel> submit(GenerationRequest request);
+
+  int max_context() const { return options_.max_context; }
+  const EngineMetrics& metrics() const { return metrics_; }
+
+ private:
+  struct Scheduled {
+    ActiveSequence* sequence;
+    std::size_t count;  // tokens it runs this step
+  };
+
+  void run();
+  void step();
+  void drop_cancelled();
+  bool schedule_running(std::vector<Scheduled>& scheduled, int& budget);
+  void admit_waiting(std::vector<Scheduled>& scheduled, int& budget);
+  // How many of a sequence's next `wanted` tokens the cache has room for, reserving their blocks.
+  std::size_t reserve_up_to(ActiveSequence& sequence, std::size_t wanted);
+  void preempt_newest();
+  void execute(const std::vector<Scheduled>& scheduled);
+  void sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
+                   std::vector<std::optional<TokenLogprobs>>& logprobs);
+  void retire(ActiveSequence& sequence);
+  void publish_state();
+
+  ModelRunner& runner_;
+  SchedulerOptions options_;
+  EngineMetrics metrics_;
+  std::vector<float> logits_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<ActiveSequence>> incoming_;
+  bool stopping_ = false;
+
+  // The engine thread's own.
+  std::deque<std::unique_ptr<ActiveSequence>> waiting_;    // preempted ones first
+  std::vector<std::unique_ptr<ActiveSequence>> running_;  // oldest first
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+}  // namespace rf

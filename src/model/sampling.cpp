@@ -1,0 +1,29 @@
+#include "model/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace rf {
+
+void SamplingParams::validate() const {
+  if (!std::isfinite(temperature) || temperature < 0) fail("temperature must be >= 0, got {}", temperature);
+  if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got {}", top_p);
+  if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got {}", min_p);
+  if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
+    fail("repetition penalty must be > 0, got {}", repetition_penalty);
+  }
+  if (!std::isfinite(presence_penalty) || !std::isfinite(frequency_penalty)) fail("penalties must be finite");
+  if (penalty_last_n < -1) fail("penalty window must be >= -1, got {}", penalty_last_n);
+}
+
+std::span<const std::int32_t> penalty_window(const SamplingParams& params, std::span<const std::int32_t> history) {
+  const bool any = params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
+  if (!any || params.penalty_last_n == 0) return {};
+  std::size_t window = history.size();
+  if (params.penalty_last_n > 0) window = std::min<std::size_t>(window, params.penalty_last_n);
+  return history.subspan(history.size() - window);
+}
+
+}  // namespace rf

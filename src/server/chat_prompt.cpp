@@ -1,0 +1,112 @@
+#include "server/chat_prompt.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "formats/gguf.h"
+#include "server/api_error.h"
+#include "server/json_fields.h"
+#include "util/error.h"
+
+namespace rf::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// tokenizer_config.json's chat_template: a string, or a list of named templates ("default" first).
+std::optional<std::string> hf_template(const fs::path& folder) {
+  if (auto jinja = read_file(folder / "chat_template.jinja")) return jinja;
+  const auto config_text = read_file(folder / "tokenizer_config.json");
+  if (!config_text) return std::nullopt;
+  const json config = json::parse(*config_text, nullptr, false);
+  const auto it = config.is_object() ? config.find("chat_template") : config.end();
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    for (const auto& named : *it) {
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template")) {
+        return named["template"].get<std::string>();
+      }
+    }
+  }
+  fail("{}: chat_template must be a string or a list with a \"default\" template", (folder / "tokenizer_config.json").string());
+}
+
+std::string token_text(const Tokenizer& tokenizer, std::optional<TokenId> id) {
+  return id ? tokenizer.id_to_token(*id) : std::string();
+}
+
+const char* const kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+
+// One message with its content as plain text: the templates of text models expect a string.
+nlohmann::ordered_json checked_message(const json& message, std::size_t index) {
+  const std::string where = fmt::format("messages[{}]", index);
+  if (!message.is_object()) bad_field(where, "must be an object");
+  const auto role = string_field(message, "role");
+  if (!role) bad_field(where + ".role", "is required");
+  if (std::find(std::begin(kRoles), std::end(kRoles), *role) == std::end(kRoles)) {
+    bad_field(where + ".role", fmt::format("must be system, developer, user, assistant or tool, not '{}'", *role));
+  }
+  std::string content;
+  const auto it = message.find("content");
+  if (it == message.end() || it->is_null()) {
+    if (*role != "assistant") bad_field(where + ".content", "is required");
+  } else if (it->is_string()) {
+    content = it->get<std::string>();
+  } else if (it->is_array()) {
+    for (const auto& part : *it) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        bad_field(where + ".content", "parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only");
+      }
+      content += part["text"].get<std::string>();
+    }
+  } else {
+    bad_field(where + ".content", "must be a string or an array of text parts");
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::parse(message.dump());
+  out["content"] = content;
+  return out;
+}
+
+}  // namespace
+
+ChatPrompt::ChatPrompt(ChatTemplate chat_template, std::string bos, std::string eos)
+    : template_(std::move(chat_template)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+
+std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const Tokenizer& tokenizer) {
+  std::optional<std::string> source;
+  if (checkpoint.gguf()) {
+    source = checkpoint.gguf()->get_string_opt("tokenizer.chat_template");
+  } else if (!checkpoint.tokenizer_json().empty()) {
+    source = hf_template(fs::path(checkpoint.tokenizer_json()).parent_path());
+  }
+  if (!source) return std::nullopt;
+  return ChatPrompt(ChatTemplate::parse(*source), token_text(tokenizer, tokenizer.bos_id()), token_text(tokenizer, tokenizer.eos_id()));
+}
+
+std::string ChatPrompt::render(const json& messages, bool add_generation_prompt, const json& extra) const {
+  if (!messages.is_array() || messages.empty()) bad_field("messages", "must be a non-empty array of messages");
+  nlohmann::ordered_json checked = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < messages.size(); ++i) checked.push_back(checked_message(messages[i], i));
+  try {
+    return render_chat(template_, checked, add_generation_prompt, bos_, eos_, nlohmann::ordered_json::parse(extra.dump()));
+  } catch (const Error& e) {
+    // A template may refuse a conversation (roles out of order, say) with raise_exception.
+    throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", e.what()), "messages");
+  }
+}
+
+}  // namespace rf::server

@@ -1,0 +1,32 @@
+#pragma once
+// A checkpoint's chat template (tokenizer_config.json's chat_template, or chat_template.jinja
+// beside it, or GGUF's tokenizer.chat_template) turning OpenAI chat messages into prompt text.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "model/checkpoint.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rf::server {
+
+class ChatPrompt {
+ public:
+  // nullopt when the checkpoint has no chat template; throws rf::Error for one that does not parse.
+  static std::optional<ChatPrompt> load(const Checkpoint& checkpoint, const Tokenizer& tokenizer);
+
+  // Checks OpenAI's `messages` (400 naming what is wrong) and renders them; `extra` holds more
+  // variables for the template (vLLM's chat_template_kwargs, e.g. enable_thinking).
+  std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const;
+
+ private:
+  ChatPrompt(ChatTemplate chat_template, std::string bos, std::string eos);
+
+  ChatTemplate template_;
+  std::string bos_;
+  std::string eos_;
+};
+
+}  // namespace rf::server

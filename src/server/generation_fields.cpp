@@ -1,0 +1,39 @@
+#include "server/generation_fields.h"
+
+#include <limits>
+#include <random>
+
+#include "server/json_fields.h"
+
+namespace rf::server {
+
+namespace {
+constexpr long long kMaxTokens = 1 << 30;
+}
+
+GenerateOptions generation_fields(const json& body, const GenerationDefaults& defaults, std::optional<int> default_max_tokens) {
+  GenerateOptions o;
+  auto max_tokens = integer_field(body, "max_completion_tokens", 1, kMaxTokens);
+  if (!max_tokens) max_tokens = integer_field(body, "max_tokens", 1, kMaxTokens);
+  o.max_tokens = static_cast<int>(max_tokens.value_or(default_max_tokens.value_or(-1)));
+
+  auto& s = o.sampling;
+  const bool greedy_by_default = defaults.do_sample && !*defaults.do_sample;
+  s.temperature = number_field(body, "temperature", 0, 2).value_or(greedy_by_default ? 0.0 : defaults.temperature.value_or(1.0));
+  s.top_p = number_field(body, "top_p", 0, 1).value_or(defaults.top_p.value_or(1.0));
+  if (s.top_p == 0) bad_field("top_p", "must be greater than 0");
+  // vLLM's extensions: -1 (or 0) turns top_k off.
+  s.top_k = static_cast<int>(integer_field(body, "top_k", -1, 1 << 30).value_or(defaults.top_k.value_or(0)));
+  s.min_p = number_field(body, "min_p", 0, 1).value_or(defaults.min_p.value_or(0.0));
+  s.presence_penalty = number_field(body, "presence_penalty", -2, 2).value_or(0.0);
+  s.frequency_penalty = number_field(body, "frequency_penalty", -2, 2).value_or(0.0);
+  s.repetition_penalty = number_field(body, "repetition_penalty", 0.01, 100).value_or(defaults.repetition_penalty.value_or(1.0));
+  s.penalty_last_n = -1;  // OpenAI's penalties count every generated token
+  const auto seed = integer_field(body, "seed", std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max());
+  s.seed = seed ? static_cast<std::uint64_t>(*seed) : std::random_device{}();
+  o.stop = strings_field(body, "stop", 16);
+  o.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
+  return o;
+}
+
+}  // namespace rf::server

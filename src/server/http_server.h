@@ -1,0 +1,42 @@
+#pragma once
+// rocmforge's HTTP server: OpenAI's API, rbee's jobs, health, readiness and metrics on one port.
+// It answers from the moment it is bound (health says 503 until set_model()), checks the API key
+// on every route but /health, caps request bodies, and answers every error in OpenAI's shape.
+#include <memory>
+#include <string>
+
+#include <httplib.h>
+
+#include "server/server_context.h"
+
+namespace rf::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port
+  std::string api_key = {};  // empty: no authentication
+  std::size_t max_body_bytes = 8 << 20;
+  int threads = 64;  // connections served at once (streams hold theirs until they end)
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+
+  int bind();     // the port it is bound to; throws rf::Error if it cannot bind
+  void listen();  // serves until stop()
+  void stop();    // from any thread
+  void set_model(std::shared_ptr<ModelService> model) { context_.set_model(std::move(model)); }
+  ServerContext& context() { return context_; }
+
+ private:
+  void check_api_key(const httplib::Request& req, httplib::Response& res, bool& handled) const;
+
+  ServerOptions options_;
+  ServerContext context_;
+  httplib::Server http_;
+  int listen_socket_ = -1;
+};
+
+}  // namespace rf::server

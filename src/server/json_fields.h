@@ -1,0 +1,27 @@
+#pragma once
+// Typed, range-checked reads of a request's JSON fields. A missing or null field is "not given";
+// a field of the wrong type or out of range is a 400 naming it.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rf::server {
+
+using nlohmann::json;
+
+// The request body as a JSON object (400 for anything else).
+json parse_body(const std::string& body);
+
+std::optional<double> number_field(const json& body, const char* name, double min, double max);
+std::optional<long long> integer_field(const json& body, const char* name, long long min, long long max);
+std::optional<bool> bool_field(const json& body, const char* name);
+std::optional<std::string> string_field(const json& body, const char* name);
+// A string or an array of strings, like OpenAI's "stop".
+std::vector<std::string> strings_field(const json& body, const char* name, std::size_t max_items);
+
+// A 400 naming `field`.
+[[noreturn]] void bad_field(const std::string& field, const std::string& why);
+
+}  // namespace rf::server

@@ -1,0 +1,41 @@
+#pragma once
+// The loaded model as the HTTP layer serves it: its public name, tokenizer and chat template,
+// its sampling defaults, and the scheduler that runs its requests.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/model_runner.h"
+#include "engine/scheduler.h"
+#include "server/chat_prompt.h"
+
+namespace rf::server {
+
+class ModelService {
+ public:
+  ModelService(std::unique_ptr<ModelRunner> runner, std::string id, const SchedulerOptions& options);
+
+  const std::string& id() const { return id_; }
+  // Names a request may use for this model: its id or the path it was loaded from.
+  bool answers_to(const std::string& name) const { return name == id_ || name == runner_->checkpoint().path(); }
+  std::int64_t created() const { return created_; }
+  const Tokenizer& tokenizer() const { return runner_->tokenizer(); }
+  const GenerationDefaults& defaults() const { return runner_->checkpoint().generation_defaults(); }
+  const ChatPrompt* chat() const { return chat_ ? &*chat_ : nullptr; }
+  Scheduler& scheduler() { return scheduler_; }
+  int max_context() const { return scheduler_.max_context(); }
+
+  // Queues a request; ApiError 400 for one that can never run, 429 when the queue is full.
+  std::shared_ptr<RequestChannel> submit(GenerationRequest request);
+
+ private:
+  std::unique_ptr<ModelRunner> runner_;
+  std::string id_;
+  std::int64_t created_;
+  std::optional<ChatPrompt> chat_;
+  Scheduler scheduler_;  // last: it stops before the runner goes
+};
+
+}  // namespace rf::server

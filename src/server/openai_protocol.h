@@ -1,0 +1,42 @@
+#pragma once
+// The JSON that OpenAI's /v1/completions and /v1/chat/completions answer with, whole or as
+// streamed chunks, built from what the engine produced.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/event_stream.h"
+#include "server/generations.h"
+#include "tokenizer/tokenizer.h"
+
+namespace rf::server {
+
+enum class Api { Completions, Chat };
+
+struct ResponseHeader {
+  Api api;
+  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  std::string model;
+  std::int64_t created;
+};
+
+struct ResponseOptions {
+  bool logprobs = false;       // report each token's log-probability (and its top alternatives)
+  bool include_usage = false;  // streaming: a last chunk with the usage (stream_options.include_usage)
+  std::vector<std::string> echo;  // completions: each generation's prompt, to put before its text
+  std::size_t choices_per_prompt = 1;  // n: generations i * n .. i * n + n - 1 share prompt i, counted once
+};
+
+std::string new_response_id(Api api);
+
+// A response that is not streamed.
+nlohmann::json whole_response(const ResponseHeader& header, const std::vector<Generation>& generations,
+                              const ResponseOptions& options, const Tokenizer& tokenizer);
+
+// The streamed chunks of a response.
+std::unique_ptr<EventFormatter> chunk_formatter(ResponseHeader header, std::size_t generations, ResponseOptions options,
+                                                const Tokenizer& tokenizer);
+
+}  // namespace rf::server

@@ -1,0 +1,168 @@
+// OpenAI's API: GET /v1/models, POST /v1/completions and POST /v1/chat/completions, streamed
+// (server-sent events ending with [DONE]) or not.
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+#include "server/generation_fields.h"
+#include "server/json_fields.h"
+#include "server/openai_protocol.h"
+#include "server/routes.h"
+
+namespace rf::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxPrompts = 64;
+
+json model_card(const ModelService& model) {
+  return {{"id", model.id()}, {"object", "model"}, {"created", model.created()}, {"owned_by", "rocmforge"},
+          {"max_model_len", model.max_context()}};
+}
+
+void check_model_name(const json& body, const ModelService& model) {
+  const auto name = string_field(body, "model");
+  if (name && !model.answers_to(*name)) {
+    throw ApiError(404, fmt::format("The model '{}' does not exist; this server serves '{}'", *name, model.id()), "model",
+                   "model_not_found");
+  }
+}
+
+struct Prompt {
+  std::vector<std::int32_t> tokens;
+  std::string text;  // for echo
+};
+
+std::vector<std::int32_t> token_array(const json& ids) {
+  std::vector<std::int32_t> out;
+  for (const auto& id : ids) {
+    if (!id.is_number_integer()) bad_field("prompt", "must be a string, an array of strings or an array of token ids");
+    const auto value = id.get<long long>();
+    if (value < 0 || value > std::numeric_limits<std::int32_t>::max()) bad_field("prompt", "holds a token id out of range");
+    out.push_back(static_cast<std::int32_t>(value));
+  }
+  return out;
+}
+
+// /v1/completions' prompt: a string, an array of strings, an array of token ids, or an array of those.
+std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokenizer) {
+  const auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) bad_field("prompt", "is required");
+  const json& p = *it;
+  auto from_text = [&](const std::string& text) { return Prompt{tokenizer.encode(text, true), text}; };
+  auto from_ids = [&](const json& ids) {
+    auto tokens = token_array(ids);
+    return Prompt{tokens, tokenizer.decode(tokens)};
+  };
+  if (p.is_string()) return {from_text(p.get<std::string>())};
+  if (!p.is_array() || p.empty()) bad_field("prompt", "must be a string, an array of strings or an array of token ids");
+  if (p.front().is_number()) return {from_ids(p)};
+  if (p.size() > kMaxPrompts) bad_field("prompt", fmt::format("may hold at most {} prompts", kMaxPrompts));
+  std::vector<Prompt> prompts;
+  for (const auto& item : p) {
+    if (item.is_string()) {
+      prompts.push_back(from_text(item.get<std::string>()));
+    } else if (item.is_array()) {
+      prompts.push_back(from_ids(item));
+    } else {
+      bad_field("prompt", "must be a string, an array of strings or an array of token ids");
+    }
+  }
+  return prompts;
+}
+
+Prompt chat_prompt(const json& body, const ModelService& model) {
+  if (!model.chat()) throw ApiError(400, fmt::format("the model '{}' has no chat template: use /v1/completions", model.id()));
+  const auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) bad_field("messages", "is required");
+  const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
+  json extra = json::object();
+  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) bad_field("chat_template_kwargs", "must be an object");
+    extra = *kwargs;
+  }
+  const std::string text = model.chat()->render(*it, add_generation_prompt, extra);
+  // The template writes the special tokens (BOS included) itself.
+  return {model.tokenizer().encode(text, false), text};
+}
+
+void complete(ServerContext& context, Api api, const httplib::Request& req, httplib::Response& res) {
+  const auto model = context.require_model();
+  const json body = parse_body(req.body);
+  check_model_name(body, *model);
+  // The legacy completions endpoint stops at 16 tokens unless told otherwise, as OpenAI's does.
+  GenerationRequest request;
+  request.options = generation_fields(body, model->defaults(), api == Api::Completions ? std::optional(16) : std::nullopt);
+  const auto n = static_cast<std::size_t>(integer_field(body, "n", 1, 16).value_or(1));
+  ResponseOptions response;
+  response.choices_per_prompt = n;
+  if (api == Api::Chat) {
+    response.logprobs = bool_field(body, "logprobs").value_or(false);
+    const auto top = integer_field(body, "top_logprobs", 0, 20);
+    if (top && !response.logprobs) bad_field("top_logprobs", "needs 'logprobs': true");
+    if (response.logprobs) request.top_logprobs = static_cast<int>(top.value_or(0));
+  } else if (const auto top = integer_field(body, "logprobs", 0, 5)) {
+    response.logprobs = true;
+    request.top_logprobs = static_cast<int>(*top);
+  }
+  const bool stream = bool_field(body, "stream").value_or(false);
+  if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) bad_field("stream_options", "must be an object");
+    response.include_usage = bool_field(*it, "include_usage").value_or(false);
+  }
+  const bool echo = api == Api::Completions && bool_field(body, "echo").value_or(false);
+
+  const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model)}
+                                        : completion_prompts(body, model->tokenizer());
+  std::vector<std::shared_ptr<RequestChannel>> channels;
+  try {
+    for (const auto& prompt : prompts) {
+      for (std::size_t choice = 0; choice < n; ++choice) {
+        request.prompt = prompt.tokens;
+        channels.push_back(model->submit(request));
+        ++request.options.sampling.seed;  // n choices of one seed must still differ
+        if (echo) response.echo.push_back(prompt.text);
+      }
+    }
+  } catch (...) {
+    for (auto& c : channels) c->cancel();
+    throw;
+  }
+  auto generations = std::make_unique<Generations>(std::move(channels));
+  ResponseHeader header{api, new_response_id(api), model->id(), model->created()};
+  if (stream) {
+    auto formatter = chunk_formatter(header, generations->size(), response, model->tokenizer());
+    stream_events(res, std::move(generations), std::move(formatter), model);
+    return;
+  }
+  const auto results = read_all(*generations, [&] { return context.stopping(); });
+  if (!results) throw ApiError(503, "the server is shutting down");
+  for (const auto& g : *results) {
+    if (g.error) throw ApiError(500, *g.error);
+  }
+  send_json(res, whole_response(header, *results, response, model->tokenizer()));
+}
+
+}  // namespace
+
+void add_openai_routes(httplib::Server& http, ServerContext& context) {
+  http.Get("/v1/models", guarded([&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"}, {"data", json::array({model_card(*context.require_model())})}});
+  }));
+  http.Get(R"(/v1/models/(.+))", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    const auto model = context.require_model();
+    if (!model->answers_to(req.matches[1])) {
+      throw ApiError(404, fmt::format("The model '{}' does not exist", req.matches[1].str()), "model", "model_not_found");
+    }
+    send_json(res, model_card(*model));
+  }));
+  http.Post("/v1/completions", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    complete(context, Api::Completions, req, res);
+  }));
+  http.Post("/v1/chat/completions", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    complete(context, Api::Chat, req, res);
+  }));
+}
+
+}  // namespace rf::server

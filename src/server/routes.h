@@ -1,0 +1,22 @@
+#pragma once
+// The route groups the server installs; each handler answers errors in OpenAI's shape.
+#include <functional>
+
+#include <httplib.h>
+
+#include "server/server_context.h"
+
+namespace rf::server {
+
+// Runs a handler, turning ApiError, rf::Error (a bad request) and anything else (a bug: 500)
+// into an OpenAI-shaped error response.
+httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> handler);
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
+                const std::string& code = {});
+void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+
+void add_openai_routes(httplib::Server& http, ServerContext& context);  // /v1/models, /v1/completions, /v1/chat/completions
+void add_job_routes(httplib::Server& http, ServerContext& context);     // rbee's /v1/jobs
+void add_status_routes(httplib::Server& http, ServerContext& context);  // /health, /ready, /metrics
+
+}  // namespace rf::server

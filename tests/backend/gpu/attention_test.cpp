@@ -1,0 +1,105 @@
+#include <optional>
+
+#include "attention_setup.h"
+#include "backend/gpu/attention_kernels.h"
+#include "gpu_test.h"
+#include "util/error.h"
+
+namespace rf::gpu::test {
+namespace {
+
+// The portable kernels compute in fp32 from the f16 cache; the reference uses the same f16 values in
+// double. What is left is fp32 rounding in dot products and sums of a few hundred terms (~1e-6).
+constexpr double kFp32Tolerance = 1e-5;
+// The tensor-core kernel also rounds q (after scaling) and the softmax weights to f16 for its products:
+// uniform relative errors within +-2^-11, rms 2.8e-4 each, which perturb scores by a fraction of that and
+// outputs by about as much again (~4e-4 of the output's norm). 2e-3 leaves a factor of 5; indexing or
+// masking mistakes are off by O(1).
+constexpr double kTensorCoreTolerance = 2e-3;
+
+class Attention : public GpuTest {
+ protected:
+  // Checks launch_attention, then every path by hand: the portable prefill kernel, the decode kernel
+  // unsplit and cut into 3 key ranges, and the tensor-core prefill kernel where it runs.
+  void check_every_path(const std::string& name, const AttentionProblem& problem) {
+    const std::vector<double> ref = problem.reference();
+    const bool tensor_cores = tensor_core_attention_available(problem.shape.head_dim);
+    const AttentionPlan automatic = plan_attention(problem.batch(), problem.shape);
+    check(name + " auto(" + std::to_string(automatic.decode_splits) + ")", problem, ref, std::nullopt,
+          tensor_cores ? kTensorCoreTolerance : kFp32Tolerance);
+    for (const int splits : {1, 3}) {
+      check(name + " portable/" + std::to_string(splits), problem, ref, AttentionPlan{false, splits}, kFp32Tolerance);
+    }
+    if (tensor_cores) check(name + " mma", problem, ref, AttentionPlan{true, 1}, kTensorCoreTolerance);
+  }
+
+  // One run: launch_attention when `plan` is empty, else launch_attention_planned with it.
+  void check(const std::string& what, const AttentionProblem& problem, const std::vector<double>& ref,
+             std::optional<AttentionPlan> plan, double tolerance) {
+    DeviceBuffer<float> out(problem.q.size());
+    out.poison();
+    if (plan) {
+      DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(*plan, problem.batch(), problem.shape));
+      launch_attention_planned(*plan, problem.q_gpu.data(), problem.cache(), problem.batch(), problem.shape,
+                               problem.scale(), out.data(), workspace.data(), stream());
+      synchronize();  // before the workspace goes
+    } else {
+      launch_attention(problem.q_gpu.data(), problem.cache(), problem.batch(), problem.shape, problem.scale(),
+                       out.data(), stream());
+      synchronize();
+    }
+    expect_close("attention " + what, out.download(), ref, tolerance);
+  }
+
+  AttentionProblem make(HeadShape shape, int block_size, const std::vector<SequenceChunk>& chunks) {
+    return AttentionProblem(shape, block_size, chunks, [&](std::size_t n, float lo, float hi) {
+      return random_floats(n, lo, hi);
+    }, [&](int lo, int hi) { return random_int(lo, hi); });
+  }
+};
+
+std::string shape_name(HeadShape s) {
+  return std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + "x" + std::to_string(s.head_dim);
+}
+
+// One prompt from position 0: GQA groups 1, 2, 4, 7 and 8, every head dim, chunks crossing tiles.
+TEST_F(Attention, PrefillMatchesReference) {
+  const struct {
+    HeadShape shape;
+    int tokens;
+  } cases[] = {{{8, 8, 64}, 150}, {{8, 2, 80}, 97},  {{16, 2, 96}, 130}, {{8, 2, 128}, 200}, {{4, 4, 128}, 70},
+               {{14, 2, 64}, 83}, {{16, 2, 128}, 65}, {{4, 2, 16}, 41},   {{4, 1, 32}, 70}};
+  for (const auto& c : cases) {
+    check_every_path("prefill " + shape_name(c.shape) + " S=" + std::to_string(c.tokens),
+                     make(c.shape, 16, {{0, c.tokens}}));
+  }
+}
+
+// Prefill chunks (one continuing a cached prefix) mixed with decode tokens of other sequences, one of
+// them at position 0, in blocks of 7 positions: each token is served by the kernel of its kind.
+TEST_F(Attention, MixedBatchMatchesReference) {
+  const std::vector<SequenceChunk> chunks = {{40, 77}, {299, 1}, {4, 1}, {0, 33}, {700, 1}, {0, 1}, {130, 2}};
+  for (const HeadShape shape :
+       {HeadShape{8, 2, 128}, HeadShape{16, 1, 64}, HeadShape{4, 4, 80}, HeadShape{16, 2, 96}, HeadShape{4, 2, 32}}) {
+    check_every_path("mixed " + shape_name(shape), make(shape, 7, chunks));
+  }
+}
+
+// Decode tokens alone, long contexts: launch_attention splits their keys.
+TEST_F(Attention, DecodeBatchMatchesReference) {
+  const std::vector<SequenceChunk> chunks = {{1000, 1}, {1337, 1}, {64, 1}, {1500, 1}, {511, 1}};
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}}) {
+    check_every_path("decode " + shape_name(shape), make(shape, 16, chunks));
+  }
+}
+
+TEST_F(Attention, RejectsUnsupportedHeadDim) {
+  const AttentionProblem problem = make({4, 4, 64}, 16, {{0, 3}});
+  DeviceBuffer<float> out(problem.q.size());
+  EXPECT_THROW(launch_attention(problem.q_gpu.data(), problem.cache(), problem.batch(), {4, 4, 72}, problem.scale(),
+                                out.data(), stream()),
+               Error);
+}
+
+}  // namespace
+}  // namespace rf::gpu::test

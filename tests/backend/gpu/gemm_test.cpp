@@ -1,0 +1,101 @@
+#include "backend/gpu/gemm_kernels.h"
+#include "backend/gpu/ops.h"
+#include "gpu_test.h"
+#include "util/error.h"
+
+namespace rf::gpu::test {
+namespace {
+
+// The tiled kernel decodes weights exactly and accumulates in fp32; so does cuBLAS's SGEMM (TF32 is
+// off unless asked for). The reference accumulates the same decoded weights in double.
+constexpr double kExactTolerance = 1e-5;
+// cuBLAS's tensor-core path multiplies 16-bit operands: the activations rounded to the weight's type
+// (bf16 for bf16 weights, else f16), quantized weights decoded to f16. bf16 keeps 8 significant bits:
+// each rounding is uniform within +-2^-9 relative, rms 2^-9 / sqrt(3) = 1.1e-3. The products are exact
+// and summed in fp32, so with independent roundings of both operands the output is off by about
+// sqrt(2) x 1.1e-3 = 1.6e-3 of its norm (f16, 11 bits: 4x less). 1e-2 leaves a factor of 6 over the
+// worst case and still fails any indexing mistake, which is off by O(1).
+constexpr double kSixteenBitTolerance = 1e-2;
+
+struct Case {
+  DType type;
+  int tokens;
+  std::size_t rows, cols;
+};
+
+// Odd sizes (no multiple of the 64-wide tiles), partial K tiles, and Q6_K's slices wider than a tile.
+constexpr Case kCases[] = {
+    {DType::F32, 67, 129, 333},   {DType::F32, 5, 37, 1001},   {DType::F32, 67, 130, 4096}, {DType::F16, 67, 65, 7},
+    {DType::F16, 3, 200, 520},    {DType::BF16, 66, 129, 96},  {DType::BF16, 64, 64, 4096},  {DType::Q8_0, 67, 129, 96},
+    {DType::Q8_0, 2, 70, 4096},   {DType::Q4_0, 67, 100, 160}, {DType::Q4_K, 67, 129, 768},  {DType::Q4_K, 67, 130, 4096},
+    {DType::Q6_K, 67, 129, 768},  {DType::Q6_K, 9, 33, 256},
+};
+
+class Gemm : public GpuTest {
+ protected:
+  // Runs `multiply` on fresh random W (as c.type) and x, the output poisoned first, and compares with
+  // the product of the decoded weights in double. `w_offset` bytes shift W off its allocation's alignment.
+  template <class Multiply>
+  void check(const std::string& what, const Case& c, double tolerance, Multiply multiply, std::size_t w_offset = 0) {
+    const auto w = encode_rows(c.type, random_floats(c.rows * c.cols), c.rows, c.cols);
+    const auto x = random_floats(c.tokens * c.cols);
+    std::vector<std::uint8_t> w_bytes(w_offset, 0);
+    w_bytes.insert(w_bytes.end(), w.bytes.begin(), w.bytes.end());
+    DeviceBuffer<std::uint8_t> w_gpu(w_bytes);
+    DeviceBuffer<float> x_gpu(x), out_gpu(c.tokens * c.rows);
+    out_gpu.poison();
+    multiply(WeightMatrix{c.type, c.rows, c.cols, w_gpu.data() + w_offset}, x_gpu.data(), c.tokens, out_gpu.data());
+    synchronize();
+
+    std::vector<double> ref(c.tokens * c.rows, 0.0);
+    for (int t = 0; t < c.tokens; ++t) {
+      for (std::size_t r = 0; r < c.rows; ++r) {
+        double dot = 0.0;
+        for (std::size_t i = 0; i < c.cols; ++i) dot += static_cast<double>(w.decoded[r * c.cols + i]) * x[t * c.cols + i];
+        ref[t * c.rows + r] = dot;
+      }
+    }
+    expect_close(what + " " + std::string(dtype_name(c.type)) + " " + std::to_string(c.tokens) + "x" +
+                     std::to_string(c.rows) + "x" + std::to_string(c.cols),
+                 out_gpu.download(), ref, tolerance);
+  }
+};
+
+TEST_F(Gemm, TiledKernelMatchesDecodedWeightsForEveryType) {
+  for (const Case& c : kCases) {
+    check("gemm tiled", c, kExactTolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
+      launch_gemm_tiled(w, x, n, out, stream());
+    });
+  }
+}
+
+// Plain rows off 16-byte alignment (by one element) are read element by element.
+TEST_F(Gemm, TiledKernelReadsMisalignedPlainRows) {
+  for (const Case& c : {Case{DType::F16, 67, 65, 520}, Case{DType::F32, 9, 70, 260}}) {
+    const std::size_t offset = dtype_info(c.type).block_bytes;
+    check("gemm tiled, W misaligned", c, kExactTolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
+      launch_gemm_tiled(w, x, n, out, stream());
+    }, offset);
+  }
+}
+
+TEST_F(Gemm, LaunchGemmMatchesDecodedWeightsForEveryType) {
+  auto context = make_gemm_context(stream());
+  for (const Case& c : kCases) {
+    const double tolerance = c.type == DType::F32 ? kExactTolerance : kSixteenBitTolerance;
+    check("gemm", c, tolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
+      launch_gemm(*context, w, x, n, out);
+    });
+  }
+}
+
+TEST_F(Gemm, RejectsRowsOfPartialBlocks) {
+  DeviceBuffer<float> x(2 * 100), out(2 * 2);
+  DeviceBuffer<std::uint8_t> w(2 * 1024);
+  EXPECT_THROW(launch_gemm_tiled({DType::Q4_K, 2, 100, w.data()}, x.data(), 2, out.data(), stream()), Error);
+  auto context = make_gemm_context(stream());
+  EXPECT_THROW(launch_gemm(*context, {DType::Q4_K, 2, 100, w.data()}, x.data(), 2, out.data()), Error);
+}
+
+}  // namespace
+}  // namespace rf::gpu::test

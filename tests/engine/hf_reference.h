@@ -1,0 +1,140 @@
+#pragma once
+// End to end against Hugging Face, for any device: the fixtures in tests/fixtures/models were made
+// by tools/fixtures/make_model_fixtures.py, which records transformers' float64 outputs for small
+// random-weight models of each architecture (see tests/fixtures/models/README.md). Each backend's
+// test instantiates HfReferenceTest for its device and its tolerances.
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "engine/model_runner.h"
+#include "engine/perplexity.h"
+#include "engine/sequence.h"
+
+namespace rf::hf_reference {
+
+struct Case {
+  std::string model;      // folder under tests/fixtures/models
+  std::string file;       // "" for the Hugging Face folder itself, else a .gguf in it
+  std::string reference;  // reference json in the same folder
+};
+
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.model << "/" << (c.file.empty() ? "(hf folder)" : c.file); }
+
+inline std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.model + "_" + (info.param.file.empty() ? "hf" : info.param.file);
+  for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+inline auto all_cases() {
+  return testing::Values(Case{"llama3", "", "reference.json"}, Case{"llama3", "model.gguf", "reference.json"},
+                         Case{"llama3", "model.q8_0.gguf", "reference.q8_0.json"},
+                         Case{"llama3", "model.q4_0.gguf", "reference.q4_0.json"},
+                         Case{"llama3", "model.q4_k_m.gguf", "reference.q4_k_m.json"},
+                         Case{"mistral", "", "reference.json"}, Case{"mistral", "model.gguf", "reference.json"},
+                         Case{"qwen2", "", "reference.json"}, Case{"qwen2", "model.gguf", "reference.json"},
+                         Case{"qwen3", "", "reference.json"}, Case{"qwen3", "model.gguf", "reference.json"});
+}
+
+class HfReferenceTest : public testing::TestWithParam<Case> {
+ protected:
+  // Loads the case's model on `device`, prefilling in chunks of max_batch_tokens.
+  void load(const std::string& device, int max_batch_tokens = 7) {
+    const std::string folder = std::string(ROCMFORGE_FIXTURES) + "/models/" + GetParam().model;
+    std::ifstream in(folder + "/" + GetParam().reference);
+    ASSERT_TRUE(in) << "missing fixture " << folder << "/" << GetParam().reference;
+    ref_ = nlohmann::json::parse(in);
+    RunnerOptions options;
+    options.threads = 2;
+    options.ctx_size = 512;
+    options.max_batch_tokens = max_batch_tokens;  // 7: several prefill chunks, none aligned to the KV blocks
+    options.device = device;
+    runner_ = std::make_unique<ModelRunner>(GetParam().file.empty() ? folder : folder + "/" + GetParam().file, options);
+  }
+
+  std::vector<std::int32_t> ids(const char* key) const { return ref_.at(key).get<std::vector<std::int32_t>>(); }
+  // The reference's weight type: f32, f16, bf16, q8_0, q4_0 or q4_k_m.
+  std::string dtype() const { return ref_.at("dtype").get<std::string>(); }
+
+  void expect_tokenizes_as_transformers() {
+    EXPECT_EQ(runner_->tokenizer().encode(ref_.at("prompt").get<std::string>(), true), ids("prompt_ids"));
+    EXPECT_EQ(runner_->tokenizer().encode(ref_.at("ppl_text").get<std::string>(), true), ids("ppl_ids"));
+    // A SentencePiece-style GGUF vocabulary tokenizes as llama.cpp does, which differs from
+    // transformers around leading spaces and after special tokens: those files record llama.cpp's ids.
+    const bool gguf = !GetParam().file.empty();
+    for (const auto& item : ref_.value("hf_encodings", nlohmann::json::array())) {
+      const auto& expected = gguf && item.contains("llama_cpp_ids") ? item.at("llama_cpp_ids") : item.at("ids");
+      EXPECT_EQ(runner_->tokenizer().encode(item.at("text").get<std::string>(), false),
+                expected.get<std::vector<std::int32_t>>())
+          << "text: " << item.at("text").dump();
+    }
+  }
+
+  // The whole prompt in one batch, every position's logits: relative L2 error and max abs error
+  // (relative to the largest logit) within `tolerance`.
+  void expect_logits_match(double tolerance) {
+    const auto prompt = ids("prompt_ids");
+    SequenceBlocks blocks(runner_->blocks(), ModelRunner::kBlockSize);
+    blocks.reserve(static_cast<int>(prompt.size()));
+    Batch batch;
+    batch.block_tables.push_back(blocks.table());
+    batch.add_sequence(0, prompt.data(), prompt.size(), 0, false, true);
+    std::vector<float> logits(batch.logit_rows.size() * runner_->config().vocab_size, std::nanf(""));
+    runner_->forward(batch, logits);
+
+    const auto& expected = ref_.at("logits");
+    ASSERT_EQ(expected.size(), prompt.size());
+    const std::size_t vocab = runner_->config().vocab_size;
+    double diff_sq = 0, ref_sq = 0, max_abs = 0, max_ref = 0;
+    for (std::size_t p = 0; p < prompt.size(); ++p) {
+      ASSERT_EQ(expected[p].size(), vocab);
+      for (std::size_t i = 0; i < vocab; ++i) {
+        const double want = expected[p][i].get<double>(), got = logits[p * vocab + i];
+        ASSERT_TRUE(std::isfinite(got)) << "position " << p << " token " << i;
+        diff_sq += (got - want) * (got - want);
+        ref_sq += want * want;
+        max_abs = std::max(max_abs, std::abs(got - want));
+        max_ref = std::max(max_ref, std::abs(want));
+      }
+    }
+    const double rel = std::sqrt(diff_sq / ref_sq);
+    fmt::print("logits vs HF ({} positions, {}): relative L2 error {:.2e}, max abs error {:.2e} ({:.2e} of max |logit|), "
+               "tolerance {:.0e}\n",
+               prompt.size(), dtype(), rel, max_abs, max_abs / max_ref, tolerance);
+    EXPECT_LT(rel, tolerance);
+    EXPECT_LT(max_abs / max_ref, tolerance);
+  }
+
+  void expect_greedy_continuation_identical() {
+    GenerateOptions options;
+    options.sampling.temperature = 0;
+    options.ignore_eos = true;
+    const auto expected = ids("greedy_ids");
+    options.max_tokens = static_cast<int>(expected.size());
+    const auto result = generate(*runner_, ids("prompt_ids"), options);
+    EXPECT_EQ(result.tokens, expected) << "closest margin in the reference: " << ref_.at("greedy_min_margin");
+    EXPECT_EQ(runner_->blocks().free_blocks(), runner_->blocks().total_blocks()) << "generation leaked KV blocks";
+  }
+
+  void expect_perplexity_within(double tolerance) {
+    const auto result = perplexity(*runner_, ids("ppl_ids"), runner_->ctx_size());
+    const double expected = ref_.at("perplexity").get<double>();
+    fmt::print("perplexity {:.6f} vs HF {:.6f}: relative error {:.2e}, tolerance {:.0e}\n", result.perplexity, expected,
+               std::abs(result.perplexity / expected - 1), tolerance);
+    EXPECT_EQ(result.windows, 1);
+    EXPECT_NEAR(result.perplexity / expected, 1.0, tolerance);
+  }
+
+  nlohmann::json ref_;
+  std::unique_ptr<ModelRunner> runner_;
+};
+
+}  // namespace rf::hf_reference

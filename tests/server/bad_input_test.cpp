@@ -1,0 +1,137 @@
+// Malformed and hostile requests get an OpenAI-shaped error with the right status, never a
+// crash, and the server goes on answering.
+#include <gtest/gtest.h>
+
+#include "test_server.h"
+
+namespace rf::server::testing {
+namespace {
+
+class BadInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new TestServer(demo_service(), ServerOptions{.max_body_bytes = 64 << 10});
+  }
+  static void TearDownTestSuite() { delete server_; }
+
+  // Posts `body` and checks the status and the error's shape; returns the error object.
+  static json expect_error(const std::string& path, const std::string& body, int status) {
+    auto res = server_->client().Post(path, body, "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, status) << body.substr(0, 200) << "\n" << res->body;
+    const json parsed = json::parse(res->body, nullptr, false);
+    EXPECT_TRUE(parsed.is_object() && parsed.contains("error")) << res->body;
+    if (!parsed.is_object() || !parsed.contains("error")) return {};
+    const json& error = parsed["error"];
+    EXPECT_TRUE(error["message"].is_string());
+    EXPECT_TRUE(error["type"].is_string());
+    EXPECT_TRUE(error.contains("param") && error.contains("code"));
+    return error;
+  }
+  static TestServer* server_;
+};
+TestServer* BadInput::server_ = nullptr;
+
+TEST_F(BadInput, InvalidJsonAndWrongTypes) {
+  expect_error("/v1/completions", "{\"prompt\": \"hi\",", 400);
+  expect_error("/v1/completions", "[1, 2, 3]", 400);
+  expect_error("/v1/completions", "", 400);
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "temperature": "hot"})", 400)["param"], "temperature");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "max_tokens": 2.5})", 400)["param"], "max_tokens");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400)["param"], "max_tokens");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "top_p": 7})", 400)["param"], "top_p");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "stream": "yes"})", 400)["param"], "stream");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "stop": [1, 2]})", 400)["param"], "stop");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "seed": 18446744073709551615})", 400)["param"], "seed");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": {"text": "hi"}})", 400)["param"], "prompt");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": [1, 99999999]})", 400)["type"], "invalid_request_error");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"max_tokens": 3})", 400)["param"], "prompt");
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": "hello"})", 400)["param"], "messages");
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400)["param"], "messages[0].role");
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "user", "content": 7}]})", 400)["param"], "messages[0].content");
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 3})", 400)["param"], "top_logprobs");
+}
+
+TEST_F(BadInput, EmptyMessagesAndUnknownModels) {
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"model": "kjv-llama", "messages": []})", 400)["param"], "messages");
+  const json unknown = expect_error("/v1/chat/completions", R"({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})", 404);
+  EXPECT_EQ(unknown["code"], "model_not_found");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"model": "gpt-4o", "prompt": "hi"})", 404)["param"], "model");
+}
+
+TEST_F(BadInput, InvalidUtf8) {
+  expect_error("/v1/completions", "{\"prompt\": \"caf\xc3\x28 \xff\xfe\"}", 400);
+  expect_error("/v1/completions", R"({"prompt": "lone surrogate \udc00"})", 400);
+}
+
+TEST_F(BadInput, PromptsLongerThanTheContext) {
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += "and the LORD said ";
+  const json error = expect_error("/v1/completions", json{{"prompt", long_prompt}}.dump(), 400);
+  EXPECT_EQ(error["code"], "context_length_exceeded");
+  expect_error("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", long_prompt}}}}}.dump(), 400);
+}
+
+TEST_F(BadInput, HugeBodiesAreRefused) {
+  const std::string huge = json{{"prompt", std::string(200 << 10, 'a')}}.dump();
+  expect_error("/v1/completions", huge, 413);
+}
+
+TEST_F(BadInput, UnknownRoutesAndJobs) {
+  auto res = server_->client().Get("/v1/nothing-here");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_TRUE(json::parse(res->body).contains("error"));
+  EXPECT_EQ(server_->client().Get("/v1/jobs/job-nope/stream")->status, 404);
+  EXPECT_EQ(server_->client().Delete("/v1/jobs/job-nope")->status, 404);
+  EXPECT_EQ(expect_error("/v1/jobs", R"({"operation": "download", "prompt": "hi"})", 400)["param"], "operation");
+  EXPECT_EQ(expect_error("/v1/jobs", R"({"operation": "infer"})", 400)["param"], "prompt");
+  EXPECT_EQ(expect_error("/v1/jobs", R"({"operation": "infer", "prompt": "hi", "top_k": "many"})", 400)["param"], "top_k");
+}
+
+TEST_F(BadInput, TheServerStillAnswersAfterAll) {
+  auto res = server_->client().Post("/v1/completions", R"({"prompt": "In the beginning", "max_tokens": 4})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST(ServerLifecycle, HealthIsUnavailableUntilTheModelLoads) {
+  TestServer server(nullptr);
+  auto health = server.client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_TRUE(health->has_header("Retry-After"));
+  auto completion = server.client().Post("/v1/completions", R"({"prompt": "hi"})", "application/json");
+  EXPECT_EQ(completion->status, 503);
+  EXPECT_EQ(json::parse(completion->body)["error"]["code"], "model_loading");
+  EXPECT_EQ(server.client().Get("/ready")->status, 503);
+  server.server().set_model(demo_service());
+  EXPECT_EQ(server.client().Get("/health")->status, 200);
+  EXPECT_EQ(server.client().Get("/ready")->status, 200);
+}
+
+TEST(ServerLifecycle, AFullQueueAnswers429WithRetryAfter) {
+  TestServer server(demo_service({.max_queued = 0}));
+  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(res->body)["error"]["type"], "rate_limit_error");
+}
+
+TEST(ServerLifecycle, TheApiKeyGuardsEverythingButHealth) {
+  TestServer server(demo_service(), ServerOptions{.api_key = "sesame"});
+  EXPECT_EQ(server.client().Get("/health")->status, 200);
+  for (const char* path : {"/v1/models", "/metrics", "/ready"}) {
+    auto res = server.client().Get(path);
+    EXPECT_EQ(res->status, 401) << path;
+    EXPECT_EQ(json::parse(res->body)["error"]["code"], "invalid_api_key");
+    EXPECT_EQ(server.client("wrong").Get(path)->status, 401) << path;
+    EXPECT_EQ(server.client("sesame").Get(path)->status, 200) << path;
+  }
+  EXPECT_EQ(server.client().Post("/v1/completions", R"({"prompt": "hi"})", "application/json")->status, 401);
+}
+
+}  // namespace
+}  // namespace rf::server::testing

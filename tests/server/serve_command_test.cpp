@@ -1,0 +1,85 @@
+// The `rocmforge serve` binary as a worker is run: with no -m it serves the bundled demo model,
+// answers once loaded, and stops cleanly on SIGTERM.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "test_server.h"
+
+namespace rf::server::testing {
+namespace {
+
+struct ServeProcess {
+  pid_t pid = -1;
+  int port = 0;
+  std::string log;
+};
+
+// Starts `rocmforge serve --port 0 ARGS`, its log going to a file, and waits for it to name its port.
+ServeProcess start_serve(const std::string& name, const std::vector<std::string>& args) {
+  std::filesystem::create_directories(ROCMFORGE_SCRATCH);
+  const std::string log_path = std::string(ROCMFORGE_SCRATCH) + "/" + name + ".log";
+  std::filesystem::remove(log_path);  // a log of an earlier run would name its port
+  ServeProcess p;
+  p.pid = fork();
+  if (p.pid == 0) {
+    freopen(log_path.c_str(), "w", stderr);
+    std::vector<std::string> all = {ROCMFORGE_BINARY, "serve", "--port", "0", "--threads", "2"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+))");
+  std::smatch match;
+  wait_for([&] {
+    std::ifstream in(log_path);
+    p.log.assign(std::istreambuf_iterator<char>(in), {});
+    return std::regex_search(p.log, match, listening);
+  });
+  if (!match.empty()) p.port = std::stoi(match[1]);
+  return p;
+}
+
+int stop(ServeProcess& p) {
+  kill(p.pid, SIGTERM);
+  int status = 0;
+  waitpid(p.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(ServeCommand, ServesTheDemoModelByDefaultAndStopsOnSigterm) {
+  ServeProcess serve = start_serve("default_model", {});
+  ASSERT_GT(serve.port, 0) << serve.log;
+  httplib::Client client("127.0.0.1", serve.port);
+  EXPECT_TRUE(wait_for([&] {
+    auto res = client.Get("/health");
+    return res && res->status == 200;
+  }));
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "kjv-llama");
+  auto completion = client.Post("/v1/completions", R"({"prompt": "In the beginning", "max_tokens": 4})", "application/json");
+  ASSERT_TRUE(completion);
+  EXPECT_EQ(completion->status, 200);
+  EXPECT_EQ(stop(serve), 0);
+}
+
+TEST(ServeCommand, AModelThatCannotLoadEndsTheProcessWithAMessage) {
+  ServeProcess serve = start_serve("missing_model", {"-m", "/no/such/model"});
+  ASSERT_GT(serve.port, 0) << serve.log;
+  int status = 0;
+  waitpid(serve.pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+}
+
+}  // namespace
+}  // namespace rf::server::testing
