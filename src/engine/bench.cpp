@@ -38,18 +38,18 @@ double kv_bytes_read(const ModelConfig& c, int position) {
   return 2.0 * c.n_layers * c.kv_dim() * sizeof(float) * (position + 1);
 }
 
-double prefill_flops(const ModelConfig& c, std::size_t params_in_matrices, int tokens) {
-  const double projections = 2.0 * static_cast<double>(params_in_matrices) * tokens;
+// Prefill runs every layer's projections for every token, but the output head only for the last.
+double prefill_flops(const ModelConfig& c, std::size_t layer_parameters, int tokens) {
+  const double projections = 2.0 * static_cast<double>(layer_parameters) * tokens + 2.0 * c.vocab_size * c.hidden_size;
   // QK^T and PV over the causal triangle, every head of every layer.
   const double attention = 4.0 * c.head_dim * c.n_heads * c.n_layers * (tokens * (tokens + 1.0) / 2.0);
   return projections + attention;
 }
 
-std::size_t matrix_parameters(const Checkpoint& ckpt) {
-  const auto& c = ckpt.config();
+std::size_t layer_matrix_parameters(const ModelConfig& c) {
   const std::size_t per_layer = static_cast<std::size_t>(c.hidden_size) * (2 * c.q_dim() + 2 * c.kv_dim()) +
                                 3ull * c.hidden_size * c.intermediate_size;
-  return per_layer * c.n_layers + static_cast<std::size_t>(c.vocab_size) * c.hidden_size;  // + output head
+  return per_layer * c.n_layers;
 }
 
 double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens) {
@@ -119,7 +119,7 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
     BenchRow row = summarise("pp" + std::to_string(p), 1, std::move(rates));
     const double chunks = std::ceil(static_cast<double>(p) / runner.max_batch_tokens());
     const double memory_seconds = chunks * weight_bytes / ceilings.read_bandwidth;
-    const double compute_seconds = prefill_flops(c, matrix_parameters(runner.checkpoint()), p) / ceilings.matmul_flops;
+    const double compute_seconds = prefill_flops(c, layer_matrix_parameters(c), p) / ceilings.matmul_flops;
     row.bound = p / std::max(memory_seconds, compute_seconds);
     row.bound_by = compute_seconds >= memory_seconds ? "compute" : "memory";
     row.bytes_per_step = chunks * weight_bytes;

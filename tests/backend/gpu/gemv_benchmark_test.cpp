@@ -4,6 +4,7 @@
 
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
+#include "gpu_timer.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -18,38 +19,10 @@ constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight 
 // the median over several such batches.
 constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
-class EventTimer {
- public:
-  EventTimer() {
-    RF_GPU_CHECK(gpuEventCreate(&start_));
-    RF_GPU_CHECK(gpuEventCreate(&stop_));
-  }
-  ~EventTimer() {
-    (void)gpuEventDestroy(start_);
-    (void)gpuEventDestroy(stop_);
-  }
-  void start(gpuStream_t stream) { RF_GPU_CHECK(gpuEventRecord(start_, stream)); }
-  float stop_ms(gpuStream_t stream) {
-    RF_GPU_CHECK(gpuEventRecord(stop_, stream));
-    RF_GPU_CHECK(gpuEventSynchronize(stop_));
-    float ms = 0.0f;
-    RF_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  gpuEvent_t start_, stop_;
-};
-
 class GemvBenchmark : public GpuTest {
  protected:
   void bench_gemv(DType type, Shape shape, EventTimer& timer);
 };
-
-float median(std::vector<float> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 
 // One matrix shape and type: weights tiled from a few encoded rows into copies that together exceed
 // any L2, launched round-robin.
