@@ -26,6 +26,7 @@ struct ServeFlags {
   server::ServerOptions http;
   SchedulerOptions scheduler;
   std::string model_name;
+  bool no_prefix_cache = false;
   CLI::Option* http_threads = nullptr;
 };
 
@@ -62,21 +63,20 @@ void run(ServeFlags& f) {
     http.stop();
   });
   std::thread listener([&] { http.listen(); });
-  auto stop_and_join = [&] {
-    if (!signalled) kill(getpid(), SIGTERM);  // wakes the stopper
+  auto stop = [&] {
+    if (!signalled) kill(getpid(), SIGTERM);  // no signal came: the stopper still waits for one
     stopper.join();
-    listener.join();
   };
   try {
     http.set_model(std::make_shared<server::ModelService>(f.runner.load(), model_id(f, path), f.scheduler));
   } catch (...) {
-    stop_and_join();
+    stop();
+    listener.join();
     throw;
   }
   spdlog::info("ready, serving '{}'", model_id(f, path));
   listener.join();  // until a signal stops the server
-  if (!signalled) kill(getpid(), SIGTERM);
-  stopper.join();
+  stop();
   http.context().take_model();  // stops the scheduler: requests still queued are failed
   spdlog::info("stopped");
 }
@@ -97,7 +97,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-seqs", flags->scheduler.max_running, "Sequences generating at once")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue", flags->scheduler.max_queued, "Requests waiting beyond those; more get 429")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_flag("!--no-prefix-cache", flags->scheduler.prefix_caching, "Do not reuse the KV blocks of shared prompt prefixes");
+  cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Do not reuse the KV blocks of shared prompt prefixes");
   cmd->add_option("--max-body", flags->http.max_body_bytes, "Largest request body in bytes; larger ones get 413")->capture_default_str();
   flags->http_threads = cmd->add_option("--http-threads", flags->http.threads,
                                         "Connections served at once (default: --max-seqs + --max-queue + 16)")
@@ -105,6 +105,7 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([flags] {
     // Every request the scheduler holds keeps its connection's thread until it ends.
     if (!flags->http_threads->count()) flags->http.threads = flags->scheduler.max_running + flags->scheduler.max_queued + 16;
+    flags->scheduler.prefix_caching = !flags->no_prefix_cache;
     run(*flags);
   });
 }

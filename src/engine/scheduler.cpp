@@ -262,12 +262,10 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
   }
 }
 
-// Marks a sequence done: its blocks go back now, the sequence itself at the end of the step.
+// A sequence leaves the batch, giving its blocks back.
 void Scheduler::retire(ActiveSequence& sequence) {
   runner_.blocks().release_all(sequence.block_table);
-  const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& s) { return s.get() == &sequence; });
-  if (it != running_.end()) it->reset();
-  std::erase(running_, nullptr);
+  std::erase_if(running_, [&](const auto& s) { return s.get() == &sequence; });
 }
 
 void Scheduler::publish_state() {

@@ -35,7 +35,6 @@ std::optional<std::vector<Generation>> read_all(Generations& generations, const 
     switch (e.kind) {
       case StreamEvent::Kind::Text:
         g.text += e.text;
-        if (e.token >= 0) g.tokens.push_back(e.token);
         if (e.logprobs) g.logprobs.push_back(std::move(*e.logprobs));
         break;
       case StreamEvent::Kind::Finished:

@@ -33,7 +33,6 @@ class Generations {
 // One generation read to its end, for a response that is not streamed.
 struct Generation {
   std::string text;
-  std::vector<std::int32_t> tokens;
   std::vector<TokenLogprobs> logprobs;  // one per token when asked for
   FinishReason finish = FinishReason::Length;
   RequestUsage usage;

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 #include <csignal>
-#include <regex>
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -18,10 +18,8 @@ namespace {
 
 // Requests are counted per route, ids left out.
 std::string route_of(const std::string& path) {
-  static const std::regex job_stream(R"(^/v1/jobs/[^/]+/stream$)"), job(R"(^/v1/jobs/[^/]+$)"), model(R"(^/v1/models/.+$)");
-  if (std::regex_match(path, job_stream)) return "/v1/jobs/{id}/stream";
-  if (std::regex_match(path, job)) return "/v1/jobs/{id}";
-  if (std::regex_match(path, model)) return "/v1/models/{id}";
+  if (path.starts_with("/v1/jobs/")) return path.ends_with("/stream") ? "/v1/jobs/{id}/stream" : "/v1/jobs/{id}";
+  if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
   static const std::vector<std::string> known = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions",
                                                  "/v1/chat/completions", "/v1/jobs"};
   return std::find(known.begin(), known.end(), path) != known.end() ? path : "other";
@@ -94,6 +92,9 @@ void HttpServer::listen() { http_.listen_after_bind(); }
 
 void HttpServer::stop() {
   context_.begin_stopping();
+  // httplib's stop() does nothing until listen() runs; a listening socket that is shut down fails
+  // every accept(), so listen() returns however the two race.
+  if (const int sock = listen_socket_.exchange(-1); sock >= 0) ::shutdown(sock, SHUT_RDWR);
   http_.stop();
 }
 

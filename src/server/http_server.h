@@ -2,6 +2,7 @@
 // rocmforge's HTTP server: OpenAI's API, rbee's jobs, health, readiness and metrics on one port.
 // It answers from the moment it is bound (health says 503 until set_model()), checks the API key
 // on every route but /health, caps request bodies, and answers every error in OpenAI's shape.
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -36,7 +37,7 @@ class HttpServer {
   ServerOptions options_;
   ServerContext context_;
   httplib::Server http_;
-  int listen_socket_ = -1;
+  std::atomic<int> listen_socket_{-1};
 };
 
 }  // namespace rf::server

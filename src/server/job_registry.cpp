@@ -40,11 +40,6 @@ void JobRegistry::remove(const std::string& id) {
   jobs_.erase(id);
 }
 
-std::size_t JobRegistry::size() const {
-  std::lock_guard lock(mutex_);
-  return jobs_.size();
-}
-
 void JobRegistry::expire_unclaimed() {
   const auto cutoff = std::chrono::steady_clock::now() - unclaimed_ttl_;
   std::erase_if(jobs_, [&](const auto& entry) {

@@ -28,7 +28,6 @@ class JobRegistry {
   std::shared_ptr<Job> claim(const std::string& id);
   bool cancel(const std::string& id);  // false if there is no such job
   void remove(const std::string& id);  // its stream has ended
-  std::size_t size() const;
 
  private:
   void expire_unclaimed();  // with the lock held

@@ -22,7 +22,7 @@ struct ServeProcess {
 };
 
 // Starts `rocmforge serve --port 0 ARGS`, its log going to a file, and waits for it to name its port.
-ServeProcess start_serve(const std::string& name, const std::vector<std::string>& args) {
+ServeProcess start_serve(const std::string& name, const std::vector<std::string>& args, const std::string& api_key_env = {}) {
   std::filesystem::create_directories(ROCMFORGE_SCRATCH);
   const std::string log_path = std::string(ROCMFORGE_SCRATCH) + "/" + name + ".log";
   std::filesystem::remove(log_path);  // a log of an earlier run would name its port
@@ -30,6 +30,7 @@ ServeProcess start_serve(const std::string& name, const std::vector<std::string>
   p.pid = fork();
   if (p.pid == 0) {
     freopen(log_path.c_str(), "w", stderr);
+    if (!api_key_env.empty()) setenv("ROCMFORGE_API_KEY", api_key_env.c_str(), 1);
     std::vector<std::string> all = {ROCMFORGE_BINARY, "serve", "--port", "0", "--threads", "2"};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -49,11 +50,20 @@ ServeProcess start_serve(const std::string& name, const std::vector<std::string>
   return p;
 }
 
-int stop(ServeProcess& p) {
-  kill(p.pid, SIGTERM);
+// Its exit code, or -1 (and killed) if it has not exited within 30 s.
+int exit_code(const ServeProcess& p) {
   int status = 0;
-  waitpid(p.pid, &status, 0);
+  if (!wait_for([&] { return waitpid(p.pid, &status, WNOHANG) == p.pid; })) {
+    kill(p.pid, SIGKILL);
+    waitpid(p.pid, &status, 0);
+    return -1;
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int stop(const ServeProcess& p) {
+  kill(p.pid, SIGTERM);
+  return exit_code(p);
 }
 
 TEST(ServeCommand, ServesTheDemoModelByDefaultAndStopsOnSigterm) {
@@ -73,12 +83,24 @@ TEST(ServeCommand, ServesTheDemoModelByDefaultAndStopsOnSigterm) {
   EXPECT_EQ(stop(serve), 0);
 }
 
+TEST(ServeCommand, TakesTheApiKeyFromTheEnvironment) {
+  ServeProcess serve = start_serve("api_key_env", {}, "sesame");
+  ASSERT_GT(serve.port, 0) << serve.log;
+  httplib::Client client("127.0.0.1", serve.port);
+  EXPECT_TRUE(wait_for([&] {
+    auto res = client.Get("/health");
+    return res && res->status == 200;
+  }));
+  EXPECT_EQ(client.Get("/v1/models")->status, 401);
+  client.set_bearer_token_auth("sesame");
+  EXPECT_EQ(client.Get("/v1/models")->status, 200);
+  EXPECT_EQ(stop(serve), 0);
+}
+
 TEST(ServeCommand, AModelThatCannotLoadEndsTheProcessWithAMessage) {
   ServeProcess serve = start_serve("missing_model", {"-m", "/no/such/model"});
   ASSERT_GT(serve.port, 0) << serve.log;
-  int status = 0;
-  waitpid(serve.pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_EQ(exit_code(serve), 1);
 }
 
 }  // namespace
