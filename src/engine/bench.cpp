@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/model_runner.h"
+#include "engine/sampler.h"
 #include "engine/sequence.h"
 #include "util/error.h"
 
@@ -33,9 +34,11 @@ double step_weight_bytes(const Checkpoint& ckpt) {
   return static_cast<double>(ckpt.weight_bytes()) - (ckpt.config().tie_word_embeddings ? 0.0 : embedding);
 }
 
-// Bytes of keys and values a token at `position` reads (fp32 cache, every layer).
-double kv_bytes_read(const ModelConfig& c, int position) {
-  return 2.0 * c.n_layers * c.kv_dim() * sizeof(float) * (position + 1);
+// Bytes of keys and values a token at `position` reads, every layer, in the backend's cache type
+// (fp32 on the CPU, f16 on the GPU).
+double kv_bytes_read(const ForwardPass& backend, int position) {
+  const double per_position = static_cast<double>(backend.kv_cache_bytes()) / (backend.kv_blocks() * ModelRunner::kBlockSize);
+  return per_position * (position + 1);
 }
 
 // Prefill runs every layer's projections for every token, but the output head only for the last.
@@ -67,23 +70,28 @@ double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens
   return seconds_since(start);
 }
 
-// `batch` sequences decode `steps` tokens together from an empty context.
+// `batch` sequences decode `steps` tokens together from an empty context, each step's tokens
+// sampled greedily by the backend from the last, as generation does (on the GPU only the ids cross).
 double time_decode(ModelRunner& runner, int batch_size, int steps, std::mt19937& rng) {
   std::vector<std::unique_ptr<SequenceBlocks>> sequences;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<Sampler> samplers(batch_size, Sampler(greedy));
+  std::vector<SampleRow> rows;
   for (int s = 0; s < batch_size; ++s) {
     sequences.push_back(std::make_unique<SequenceBlocks>(runner.blocks(), ModelRunner::kBlockSize));
     sequences.back()->reserve(steps);
+    rows.push_back({samplers[s], {}});
   }
-  const auto tokens = random_tokens(static_cast<std::size_t>(batch_size) * steps, runner.config().vocab_size, rng);
-  std::vector<float> logits;
+  std::vector<std::int32_t> tokens = random_tokens(batch_size, runner.config().vocab_size, rng);
   const auto start = Clock::now();
   for (int step = 0; step < steps; ++step) {
     Batch batch;
     for (int s = 0; s < batch_size; ++s) {
       batch.block_tables.push_back(sequences[s]->table());
-      batch.add_sequence(s, &tokens[static_cast<std::size_t>(step) * batch_size + s], 1, step, true);
+      batch.add_sequence(s, &tokens[s], 1, step, true);
     }
-    runner.forward(batch, logits);
+    tokens = runner.sample(batch, rows);
   }
   return seconds_since(start);
 }
@@ -138,7 +146,7 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
       for (int r = 0; r < settings.repetitions; ++r) rates.push_back(static_cast<double>(b) * n / time_decode(runner, b, n, rng));
       BenchRow row = summarise("tg" + std::to_string(n), b, std::move(rates));
       double bytes = 0;
-      for (int step = 0; step < n; ++step) bytes += weight_bytes + b * kv_bytes_read(c, step);
+      for (int step = 0; step < n; ++step) bytes += weight_bytes + b * kv_bytes_read(runner.backend(), step);
       row.bound = static_cast<double>(b) * n / (bytes / ceilings.read_bandwidth);
       row.bound_by = "memory";
       row.bytes_per_step = bytes / n;

@@ -25,7 +25,9 @@ constexpr int kRowGroups = 8;
 constexpr int kThreads = kKeyLanes * kRowGroups;
 constexpr int kPrefillRowsPerThread = 4;  // 32 query rows per tile: 8 tokens of a group of 4
 constexpr int kDecodeRowsPerThread = 1;   // 8 rows: one token's heads of a group
-// Decode splits: enough blocks to fill a large GPU several times over, but no split under two tiles.
+// Decode splits: enough blocks to fill a large GPU several times over, but no split under two tiles
+// (at 128 positions on an H100, one split of two tiles took 18.5 us per layer, two splits of one
+// tile and their combine 32.8).
 constexpr int kTargetBlocks = 1024;
 constexpr int kMinKeysPerSplit = 2 * kTileKeys;
 constexpr int kMaxSplits = 256;

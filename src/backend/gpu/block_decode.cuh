@@ -1,7 +1,7 @@
 #pragma once
-// How each stored type decodes on the GPU: the device twin of backend/cpu/codecs.h, over the same
-// GGML block structs (backend/cpu/block_formats.h). Every kernel that reads weights (embedding
-// lookup, GEMV) decodes through these, in registers: there is never a decoded copy of a weight.
+// How each stored type decodes on the GPU: the device twin of backend/cpu/codecs.h. Every kernel
+// that reads weights (embedding lookup, GEMV, GEMM operand loads) decodes through these, in
+// registers: there is never a decoded copy of a weight.
 //
 // A row is cut into slices, each the part one thread decodes at a time. A slice is kRuns runs of
 // kRunLength consecutive columns (run r starts at column[r]) whose values are scale[r] * q, plus
@@ -10,8 +10,9 @@
 // (f32, f16, bf16) treat 16 bytes as a "block" of one slice, loaded at once; rows whose length is not
 // a whole number of such blocks are read element by element through value() instead.
 //
-// Loads: 16 bytes where the layout is 16-byte aligned (plain types, Q4_K's nibbles); GGML's 18-, 34-
-// and 210-byte blocks (Q4_0, Q8_0, Q6_K) keep only 2-byte alignment, so those read 16-bit halves.
+// Layout: Q4_K and Q6_K rows are GGML's blocks as stored. Q8_0 and Q4_0 rows are split on upload
+// (device_layout.h): a row's quants first, 16-byte runs, then its block scales, so that a slice
+// is one 16-byte load. GGML's 18- and 34-byte blocks would allow 2-byte loads only.
 #include <cstddef>
 #include <cstdint>
 
@@ -40,6 +41,17 @@ __device__ __forceinline__ std::uint32_t load_4_bytes(const std::uint8_t* p) {
   return halves[0] | static_cast<std::uint32_t>(halves[1]) << 16;
 }
 
+// Sixteen bytes at a 2-byte-aligned address: one load where it is 16-byte aligned (split rows
+// whose length is a multiple of 16 bytes, all of them in real models), else four.
+__device__ __forceinline__ uint4 load_16_bytes_any(const std::uint8_t* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) return load_16_bytes(p);
+  return {load_4_bytes(p), load_4_bytes(p + 4), load_4_bytes(p + 8), load_4_bytes(p + 12)};
+}
+
+__device__ __forceinline__ float load_half(const std::uint8_t* p) {
+  return half_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
+}
+
 __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int i) { return (word >> (8 * i)) & 0xFFu; }
 
 // float(v) - offset, exactly, for quant codes v < 2^23 and small integer offsets: v is planted in the
@@ -47,6 +59,12 @@ __device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int i) { re
 // conversion runs at a quarter of the FP32 rate.
 __device__ __forceinline__ float code_to_float(std::uint32_t v, float offset) {
   return __uint_as_float(0x4B000000u | v) - (8388608.0f + offset);
+}
+
+// code_to_float for byte k of `word`: one byte permute plants it in 2^23's significand, so a byte
+// costs a PRMT and an FADD where a shift, a mask and an OR would come before the FADD.
+__device__ __forceinline__ float byte_to_float(std::uint32_t word, int k, float offset) {
+  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | static_cast<unsigned>(k))) - (8388608.0f + offset);
 }
 
 template <class Block>
@@ -66,7 +84,7 @@ struct PlainDecoder {
   static constexpr int kAlignment = 16;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
-  __device__ static void decode(const std::uint8_t* row, int slice, Slice& s) {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
     const uint4 raw = load_16_bytes(row + 16 * slice);
     const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
     constexpr int kPerWord = kRunLength / 4;
@@ -118,50 +136,47 @@ struct Decoder<DType::F16> : detail::PlainDecoder<std::uint16_t, detail::F16Bits
 template <>
 struct Decoder<DType::BF16> : detail::PlainDecoder<std::uint16_t, detail::BF16Bits> {};
 
-// 4 slices per block, each 8 consecutive quants: x = d * q.
+// Split rows (device_layout.h): each block's 32 quants, then each block's f16 scale d. 2 slices per
+// block, each 16 consecutive quants: x = d * q.
 template <>
 struct Decoder<DType::Q8_0> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
-  static constexpr int kRuns = 1, kRunLength = 8, kBlockElems = 32, kSlicesPerBlock = 4, kAlignment = 2;
+  static constexpr int kRuns = 1, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 2, kAlignment = 2;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
-  __device__ static void decode(const std::uint8_t* row, int slice, Slice& s) {
-    const int part = slice % kSlicesPerBlock;
-    const auto& block = detail::block_at<cpu::BlockQ8_0>(row, slice / kSlicesPerBlock);
-    const std::uint32_t words[2] = {detail::load_4_bytes(reinterpret_cast<const std::uint8_t*>(block.qs) + 8 * part),
-                                    detail::load_4_bytes(reinterpret_cast<const std::uint8_t*>(block.qs) + 8 * part + 4)};
+  __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
+    const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
+    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) s.q[0][i] = detail::code_to_float(detail::byte_of(words[i / 4], i % 4) ^ 0x80, 128.0f);
-    s.scale[0] = half_bits_to_float(block.d);
-    s.column[0] = slice / kSlicesPerBlock * kBlockElems + 8 * part;
+    for (int i = 0; i < 16; ++i) s.q[0][i] = detail::byte_to_float(words[i / 4] ^ 0x80808080u, i % 4, 128.0f);
+    s.scale[0] = detail::load_half(row + 32 * row_blocks + 2 * (slice / kSlicesPerBlock));
+    s.column[0] = 16 * slice;
   }
 };
 
-// 4 slices per block, each 4 bytes of nibbles: 4 low nibbles (elements 4p..) and 4 high ones
-// (elements 16 + 4p..); x = d * (q - 8).
+// Split rows (device_layout.h): each block's 16 bytes of nibbles, then each block's f16 scale d. One
+// slice per block: byte i holds element i (low nibble) and element 16 + i (high); x = d * (q - 8).
 template <>
 struct Decoder<DType::Q4_0> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
-  static constexpr int kRuns = 2, kRunLength = 4, kBlockElems = 32, kSlicesPerBlock = 4, kAlignment = 2;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 1, kAlignment = 2;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
-  __device__ static void decode(const std::uint8_t* row, int slice, Slice& s) {
-    const int part = slice % kSlicesPerBlock;
-    const auto& block = detail::block_at<cpu::BlockQ4_0>(row, slice / kSlicesPerBlock);
-    const std::uint32_t word = detail::load_4_bytes(block.qs + 4 * part);
+  __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
+    const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
+    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      s.q[0][i] = detail::code_to_float(detail::byte_of(word, i) & 0xF, 8.0f);
-      s.q[1][i] = detail::code_to_float(detail::byte_of(word, i) >> 4, 8.0f);
+    for (int i = 0; i < 16; ++i) {
+      s.q[0][i] = detail::byte_to_float(words[i / 4] & 0x0F0F0F0Fu, i % 4, 8.0f);
+      s.q[1][i] = detail::byte_to_float((words[i / 4] >> 4) & 0x0F0F0F0Fu, i % 4, 8.0f);
     }
-    const float d = half_bits_to_float(block.d);
-    const int first = slice / kSlicesPerBlock * kBlockElems + 4 * part;
+    const float d = detail::load_half(row + 16 * row_blocks + 2 * slice);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       s.scale[r] = d;
-      s.column[r] = first + 16 * r;
+      s.column[r] = kBlockElems * slice + 16 * r;
     }
   }
 };
@@ -175,7 +190,7 @@ struct Decoder<DType::Q4_K> {
   static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
-  __device__ static void decode(const std::uint8_t* row, int slice, Slice& s) {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
     const int part = slice % kSlicesPerBlock;
     const auto& block = detail::block_at<cpu::BlockQ4_K>(row, slice / kSlicesPerBlock);
     const uint4 raw = detail::load_16_bytes(block.qs + 16 * part);
@@ -214,7 +229,7 @@ struct Decoder<DType::Q6_K> {
   static constexpr int kRuns = 4, kRunLength = 4, kBlockElems = 256, kSlicesPerBlock = 16, kAlignment = 2;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
-  __device__ static void decode(const std::uint8_t* row, int slice, Slice& s) {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
     const int part = slice % kSlicesPerBlock;
     const int h = part / 8, l0 = 4 * (part % 8);
     const auto& block = detail::block_at<cpu::BlockQ6_K>(row, slice / kSlicesPerBlock);

@@ -1,5 +1,7 @@
 #include "backend/gpu/device_weights.h"
 
+#include "backend/gpu/device_layout.h"
+
 namespace rf::gpu {
 
 DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host)
@@ -15,8 +17,7 @@ DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host
 }
 
 WeightMatrix DeviceWeights::upload(const WeightMatrix& host) {
-  const std::size_t bytes = host.rows * row_bytes(host.dtype, host.cols);
-  matrices_.emplace_back(static_cast<const std::uint8_t*>(host.data), bytes);
+  matrices_.push_back(upload_weights(host));
   return {host.dtype, host.rows, host.cols, matrices_.back().data()};
 }
 

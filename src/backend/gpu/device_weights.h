@@ -1,7 +1,8 @@
 #pragma once
-// A model's weights copied to the device once (host code only): matrices in their stored types,
-// seen through the same WeightMatrix views as on the host but with data in device memory; norms,
-// biases and the RoPE frequencies in fp32. Tied output weights share the embedding's copy.
+// A model's weights copied to the device once (host code only): matrices in their stored types (laid
+// out as device_layout.h says), seen through the same WeightMatrix views as on the host but with data
+// in device memory; norms, biases and the RoPE frequencies in fp32. Tied output weights share the
+// embedding's copy.
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kThreads)
   float* out_row = out + static_cast<std::size_t>(blockIdx.x) * cols;
   for (int s = threadIdx.x; s < slices; s += kThreads) {
     typename D::Slice slice;
-    D::decode(row, s, slice);
+    D::decode(row, cols / D::kBlockElems, s, slice);
 #pragma unroll
     for (int r = 0; r < D::kRuns; ++r) {
 #pragma unroll

@@ -37,12 +37,26 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < slices; i += stride) {
     const std::size_t row = i / row_slices;
     typename D::Slice slice;
-    D::decode(w + row * row_bytes, static_cast<int>(i % row_slices), slice);
+    D::decode(w + row * row_bytes, cols / D::kBlockElems, static_cast<int>(i % row_slices), slice);
     std::uint16_t* out_row = out + row * cols;
 #pragma unroll
     for (int run = 0; run < D::kRuns; ++run) {
+      if constexpr (D::kRunLength % 8 == 0) {
+        // 16-byte stores: runs start at multiples of 8 columns in rows of whole blocks.
 #pragma unroll
-      for (int e = 0; e < D::kRunLength; ++e) out_row[slice.column[run] + e] = float_to_half_bits(slice_value<D>(slice, run, e));
+        for (int e = 0; e < D::kRunLength; e += 8) {
+          std::uint32_t packed[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            packed[j] = float_to_half_bits(slice_value<D>(slice, run, e + 2 * j)) |
+                        static_cast<std::uint32_t>(float_to_half_bits(slice_value<D>(slice, run, e + 2 * j + 1))) << 16;
+          }
+          *reinterpret_cast<uint4*>(out_row + slice.column[run] + e) = {packed[0], packed[1], packed[2], packed[3]};
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < D::kRunLength; ++e) out_row[slice.column[run] + e] = float_to_half_bits(slice_value<D>(slice, run, e));
+      }
     }
   }
 }

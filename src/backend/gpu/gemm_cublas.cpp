@@ -23,41 +23,49 @@ void check(cublasStatus_t status, const char* call) {
 
 class GemmContext {
  public:
-  explicit GemmContext(gpuStream_t stream) : stream_(stream) {
+  explicit GemmContext(gpuStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
     check(cublasCreate(&handle_), "cublasCreate");
-    const cublasStatus_t status = cublasSetStream(handle_, stream);
+    cublasStatus_t status = cublasSetStream(handle_, stream);
+    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes());
     if (status != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(handle_);
-    check(status, "cublasSetStream");
+    check(status, "cublasSetStream/cublasSetWorkspace");
   }
   GemmContext(const GemmContext&) = delete;
   GemmContext& operator=(const GemmContext&) = delete;
   ~GemmContext() { (void)cublasDestroy(handle_); }
 
-  void multiply(const WeightMatrix& w, const float* x, int n_tokens, float* out) {
-    const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
-    const float one = 1.0f, zero = 0.0f;
-    // Row-major out[n_tokens][rows] = x[n_tokens][cols] W^T is, to column-major cuBLAS, W^T (W's rows
-    // are its columns) times x.
-    if (w.dtype == DType::F32) {
-      check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one, static_cast<const float*>(w.data),
-                        cols, x, cols, &zero, out, rows),
-            "cublasSgemm");
-      return;
+  void multiply(std::span<const WeightProduct> products, const float* x, int n_tokens) {
+    DType rounded_as = DType::F32;  // x's 16-bit copy is made once per operand type the products need
+    for (const WeightProduct& p : products) {
+      const WeightMatrix& w = p.w;
+      const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
+      const float one = 1.0f, zero = 0.0f;
+      // Row-major out[n_tokens][rows] = x[n_tokens][cols] W^T is, to column-major cuBLAS, W^T (W's rows
+      // are its columns) times x.
+      if (w.dtype == DType::F32) {
+        check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one,
+                          static_cast<const float*>(w.data), cols, x, cols, &zero, p.out, rows),
+              "cublasSgemm");
+        continue;
+      }
+      const void* w16 = w.data;
+      if (is_quantized(w.dtype)) {
+        std::uint16_t* decoded = grown(weights_, w.rows * w.cols);
+        launch_decode_to_f16(w, decoded, stream_);
+        w16 = decoded;
+      }
+      const DType operand = w.dtype == DType::BF16 ? DType::BF16 : DType::F16;
+      const std::size_t x_count = static_cast<std::size_t>(n_tokens) * cols;
+      if (operand != rounded_as) {
+        launch_round_to_16bit(x, x_count, operand, grown(activations_, x_count), stream_);
+        rounded_as = operand;
+      }
+      const cudaDataType type = operand == DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+      check(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one, w16, type, cols,
+                         activations_.data(), type, cols, &zero, p.out, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                         CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
     }
-    const void* w16 = w.data;
-    if (is_quantized(w.dtype)) {
-      std::uint16_t* decoded = grown(weights_, w.rows * w.cols);
-      launch_decode_to_f16(w, decoded, stream_);
-      w16 = decoded;
-    }
-    const DType operand = w.dtype == DType::BF16 ? DType::BF16 : DType::F16;
-    const std::size_t x_count = static_cast<std::size_t>(n_tokens) * cols;
-    std::uint16_t* x16 = grown(activations_, x_count);
-    launch_round_to_16bit(x, x_count, operand, x16, stream_);
-    const cudaDataType type = operand == DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
-    check(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one, w16, type, cols, x16, type, cols,
-                       &zero, out, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
   }
 
  private:
@@ -70,18 +78,21 @@ class GemmContext {
     return buffer.data();
   }
 
+  // cuBLAS's advice for Hopper: 32 MiB lets it choose split-K kernels for skinny products (decode
+  // batches); it is also the workspace graph-captured GEMMs use, so nothing is allocated in a capture.
+  static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
   gpuStream_t stream_;
+  DeviceBuffer<std::uint8_t> workspace_;
   cublasHandle_t handle_ = nullptr;
   DeviceBuffer<std::uint16_t> activations_, weights_;
 };
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
 
-void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
-  require(w.rows > 0 && w.cols > 0 && w.rows <= (1u << 30) && w.cols <= (1u << 30), "launch_gemm",
-          "weight shape is empty or too large");
-  require(n_tokens >= 0, "launch_gemm", "negative token count");
-  if (n_tokens > 0) ctx.multiply(w, x, n_tokens, out);
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens) {
+  check_gemm_group(products, n_tokens);
+  if (n_tokens > 0) ctx.multiply(products, x, n_tokens);
 }
 
 }  // namespace rf::gpu

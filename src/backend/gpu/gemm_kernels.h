@@ -4,6 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <span>
+
+#include "backend/gpu/launch_check.h"
+#include "backend/gpu/ops.h"
 #include "backend/gpu/vendor.h"
 #include "formats/weight_matrix.h"
 
@@ -20,5 +24,15 @@ void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint1
 // Every row of a quantized W decoded to IEEE half bits, w.rows x w.cols row-major: the weight operand a
 // vendor BLAS multiplies for prefill (the decode GEMV never makes such a copy).
 void launch_decode_to_f16(const WeightMatrix& w, std::uint16_t* out, gpuStream_t stream);
+
+// launch_gemm_group's argument checks, shared by the vendor glue files.
+inline void check_gemm_group(std::span<const WeightProduct> products, int n_tokens) {
+  require(n_tokens >= 0, "launch_gemm", "negative token count");
+  for (const WeightProduct& p : products) {
+    require(p.w.rows > 0 && p.w.cols > 0 && p.w.rows <= (1u << 30) && p.w.cols <= (1u << 30), "launch_gemm",
+            "weight shape is empty or too large");
+    require(p.w.cols == products[0].w.cols, "launch_gemm", "the products of a group must share their input width");
+  }
+}
 
 }  // namespace rf::gpu

@@ -53,7 +53,7 @@ __device__ void load_w_tile(const std::uint8_t* w, std::size_t row_bytes, int ro
     const int r = e / kGroupSlices, s = first_slice + e % kGroupSlices;
     if (row0 + r >= rows || s >= row_slices) continue;
     typename D::Slice slice;
-    D::decode(w + (row0 + r) * row_bytes, s, slice);
+    D::decode(w + (row0 + r) * row_bytes, cols / D::kBlockElems, s, slice);
 #pragma unroll
     for (int run = 0; run < D::kRuns; ++run) {
       const int c = slice.column[run] - k0;

@@ -12,8 +12,9 @@ class GemmContext {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
 
-void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
-  launch_gemm_tiled(w, x, n_tokens, out, ctx.stream);
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens) {
+  check_gemm_group(products, n_tokens);
+  for (const WeightProduct& p : products) launch_gemm_tiled(p.w, x, n_tokens, p.out, ctx.stream);
 }
 
 }  // namespace rf::gpu

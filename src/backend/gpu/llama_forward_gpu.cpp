@@ -38,6 +38,9 @@ int attention_span(int positions, int cache_positions) {
   return std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(positions, kMinSpan)))), cache_positions);
 }
 
+// Whether two matrices of one input can go to one GEMV launch (GGUF mixes types within a layer).
+bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype == b.dtype && a.cols == b.cols; }
+
 }  // namespace
 
 LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
@@ -203,12 +206,17 @@ void LlamaForwardGpu::reserve_scratch(const StepShape& shape) {
   most_tokens_ = std::max(most_tokens_, shape.n_tokens);
 }
 
+void LlamaForwardGpu::project(std::span<const WeightProduct> products, const float* x, int n_tokens) {
+  if (n_tokens > 1) return launch_gemm_group(*gemm_, products, x, n_tokens);
+  // Decode: one GEMV launch for the products that share a type (all of them but in some GGUF mixes).
+  const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
+  if (shared) return launch_gemv_group(products, x, stream_.get());
+  for (const WeightProduct& p : products) launch_gemv(p.w, x, p.out, stream_.get());
+}
+
 void LlamaForwardGpu::project(const WeightMatrix& w, const float* x, int n_tokens, float* out) {
-  if (n_tokens == 1) {
-    launch_gemv(w, x, out, stream_.get());
-  } else {
-    launch_gemm(*gemm_, w, x, n_tokens, out);
-  }
+  const WeightProduct product{w, out};
+  project(std::span(&product, 1), x, n_tokens);
 }
 
 void LlamaForwardGpu::launch_step(const StepShape& shape) {
@@ -246,9 +254,8 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
   gpuStream_t stream = stream_.get();
 
   launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream);
-  project(w.wq, a.normed, n, a.q);
-  project(w.wk, a.normed, n, a.k);
-  project(w.wv, a.normed, n, a.v);
+  const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
+  project(qkv, a.normed, n);
   if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), stream);
   if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), stream);
   if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
@@ -262,9 +269,13 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
                            attention_workspace_.data(), stream);
   project(w.wo, a.attn, n, a.proj);
   launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream);
-  project(w.w_gate, a.normed, n, a.gate);
-  project(w.w_up, a.normed, n, a.up);
-  launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, stream);
+  if (n == 1 && same_type(w.w_gate, w.w_up)) {
+    launch_gemv_swiglu(w.w_gate, w.w_up, a.normed, a.gate, stream);
+  } else {
+    const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
+    project(gate_up, a.normed, n);
+    launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, stream);
+  }
   project(w.w_down, a.gate, n, a.proj);
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -79,6 +80,8 @@ class LlamaForwardGpu : public ForwardPass {
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
   void launch_layer(int layer, const StepShape& shape, const float* residual);
+  // out = W x for n_tokens tokens: the GEMV for one, else the GEMM; products of one x go together.
+  void project(std::span<const WeightProduct> products, const float* x, int n_tokens);
   void project(const WeightMatrix& w, const float* x, int n_tokens, float* out);
   KvCacheLayer cache_layer(int layer);
 

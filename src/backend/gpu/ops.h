@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "backend/gpu/vendor.h"
 #include "formats/weight_matrix.h"
@@ -59,9 +60,24 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
-// y = W x for one vector: y[r] = sum_c W[r][c] * x[c], W in its stored type (decoded in registers).
-// Quantized rows must be whole blocks, and Q4_K's data 16-byte aligned (device allocations are).
+// y = W x for one vector: y[r] = sum_c W[r][c] * x[c], W in its stored type and device layout
+// (device_layout.h), decoded in registers. Quantized rows must be whole blocks, Q4_K's data 16-byte
+// aligned and x 16-byte aligned (device allocations are).
 void launch_gemv(const WeightMatrix& w, const float* x, float* y, gpuStream_t stream);
+
+// One product of a group that shares its input x: out = W x (per token).
+struct WeightProduct {
+  WeightMatrix w;
+  float* out;
+};
+
+// Up to three products of the same x in one launch (a layer's q, k and v): products[i].out =
+// products[i].w x. The matrices share their type and column count.
+void launch_gemv_group(std::span<const WeightProduct> products, const float* x, gpuStream_t stream);
+
+// out[r] = swiglu((W_gate x)[r], (W_up x)[r]): the FFN's gate and up products, SwiGLU fused.
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, float* out,
+                        gpuStream_t stream);
 
 // ---- Declared for the next step; implemented in gemm*.cu / attention*.cu. ----
 
@@ -81,9 +97,15 @@ namespace rf::gpu {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream);
 
-// out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the prefill product
-// (n_tokens > 1; the decode GEMV above serves n_tokens == 1). Any stored type of W.
-void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out);
+// For each product, out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the
+// prefill products (n_tokens > 1; the decode GEMV above serves n_tokens == 1), any stored type of W.
+// The products of one group share x, so it is prepared (rounded for the tensor cores) once.
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens);
+
+inline void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
+  const WeightProduct product{w, out};
+  launch_gemm_group(ctx, std::span(&product, 1), x, n_tokens);
+}
 
 // Which cache slots each token of a batch attends to: token t belongs to sequence seq[t] and sits at
 // position positions[t]; it attends causally to positions 0..positions[t] of its sequence, whose

@@ -25,15 +25,57 @@ __device__ void rms_norm_row(float* x, const float* residual, const float* weigh
   for (int i = threadIdx.x; i < n; i += kThreads) out[i] = x[i] * scale * weight[i];
 }
 
+// Rows of up to kRowThreads * 4 * kMaxVectors values whose length is a multiple of 4 are held in
+// registers, all their loads issued before the first use: decode's single row is latency-bound, and
+// the loop above, whose stores to x may alias its next loads, waits on each load in turn.
+constexpr int kMaxVectors = 8;
+
+template <int kThreads>
+__device__ void rms_norm_row_in_registers(float* x, const float* residual, const float* weight, int n, float eps,
+                                          float* out) {
+  const int vectors = n / 4;
+  float4 v[kMaxVectors];
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxVectors; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+    v[j] = i < vectors ? reinterpret_cast<const float4*>(x)[i] : make_float4(0, 0, 0, 0);
+    if (residual && i < vectors) {
+      const float4 r = reinterpret_cast<const float4*>(residual)[i];
+      v[j].x += r.x, v[j].y += r.y, v[j].z += r.z, v[j].w += r.w;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxVectors; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+    if (residual && i < vectors) reinterpret_cast<float4*>(x)[i] = v[j];
+    sum_sq += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+  }
+  sum_sq = block_sum<kThreads>(sum_sq);
+  const float scale = 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
+#pragma unroll
+  for (int j = 0; j < kMaxVectors; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+    if (i >= vectors) continue;
+    const float4 w = reinterpret_cast<const float4*>(weight)[i];
+    reinterpret_cast<float4*>(out)[i] =
+        make_float4(v[j].x * scale * w.x, v[j].y * scale * w.y, v[j].z * scale * w.z, v[j].w * scale * w.w);
+  }
+}
+
 constexpr int kRowThreads = 256;
 // Heads are 64 to 256 wide: a block of the widest warp keeps most threads busy.
 constexpr int kHeadThreads = kMaxWarpSize;
 
-template <int kThreads>
+template <int kThreads, bool kInRegisters>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_kernel(float* x, const float* residual, const float* weight, int n, float eps, float* out) {
   const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
-  rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
+  if constexpr (kInRegisters) {
+    rms_norm_row_in_registers<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
+  } else {
+    rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
+  }
 }
 
 // Blocks [0, q_heads) take q's heads, the rest k's.
@@ -52,7 +94,13 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
                      gpuStream_t stream) {
   require(rows >= 0 && n > 0, "launch_rms_norm", "empty rows or negative row count");
   if (rows == 0) return;
-  rms_norm_kernel<kRowThreads><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
+  const bool vectors = n % 4 == 0 && n <= kRowThreads * 4 * kMaxVectors &&
+                       [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out);
+  if (vectors) {
+    rms_norm_kernel<kRowThreads, true><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
+  } else {
+    rms_norm_kernel<kRowThreads, false><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
+  }
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
 // SwiGLU's gate: silu(gate) * up, elementwise.
 #include <algorithm>
 
+#include "backend/gpu/activation.cuh"
 #include "backend/gpu/ops.h"
 
 namespace rf::gpu {
@@ -13,8 +14,7 @@ constexpr std::size_t kMaxBlocks = 4096;  // enough to fill any current GPU; thr
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* gate, const float* up, std::size_t n, float* out) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];  // the CPU reference's expression
+    out[i] = swiglu(gate[i], up[i]);
   }
 }
 

@@ -1,3 +1,7 @@
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
 #include "util/error.h"
@@ -11,6 +15,21 @@ class Gemv : public GpuTest {};
 // same decoded weights in double. (No bf16/f16 arithmetic happens, so no wider tolerance is needed.)
 constexpr double kTolerance = 1e-5;
 
+// W x in double from the decoded weights.
+std::vector<double> reference_product(const EncodedRows& w, std::size_t rows, std::size_t cols, const std::vector<float>& x) {
+  std::vector<double> ref(rows, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w.decoded[r * cols + i]) * x[i];
+  }
+  return ref;
+}
+
+std::string describe(DType type, std::size_t rows, std::size_t cols) {
+  return std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+
 TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
   struct Case {
     DType type;
@@ -21,9 +40,9 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
       {DType::BF16, 1037, 4096}, {DType::BF16, 3, 7},     {DType::Q8_0, 1037, 4096}, {DType::Q8_0, 37, 96},
       {DType::Q4_0, 1037, 4096}, {DType::Q4_0, 1, 96},    {DType::Q4_K, 1037, 4096}, {DType::Q4_K, 37, 768},
       {DType::Q6_K, 1037, 4096}, {DType::Q6_K, 37, 768},
-      // Rows longer than the kernel's x chunk (4096 columns), the last chunk partial.
+      // Long rows, and row counts that leave a block's last rows spare.
       {DType::F32, 37, 8196},    {DType::F16, 5, 9001},   {DType::Q8_0, 3, 4160},    {DType::Q4_K, 37, 14336},
-      {DType::Q6_K, 7, 4352},
+      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 2, 14344},
   };
   for (const auto& c : cases) {
     const auto w = encode_rows(c.type, random_floats(c.rows * c.cols), c.rows, c.cols);
@@ -33,14 +52,67 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
     y_gpu.poison();
     launch_gemv({c.type, c.rows, c.cols, w_gpu.data()}, x_gpu.data(), y_gpu.data(), stream());
     synchronize();
-
-    std::vector<double> ref(c.rows, 0.0);
-    for (std::size_t r = 0; r < c.rows; ++r) {
-      for (std::size_t i = 0; i < c.cols; ++i) ref[r] += static_cast<double>(w.decoded[r * c.cols + i]) * x[i];
-    }
-    expect_close("gemv " + std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols),
-                 y_gpu.download(), ref, kTolerance);
+    expect_close("gemv " + describe(c.type, c.rows, c.cols), y_gpu.download(), reference_product(w, c.rows, c.cols, x),
+                 kTolerance);
   }
+}
+
+// q, k and v of a GQA layer in one launch: every output as launch_gemv alone would give it. Rows of 96
+// columns are 3 quantization blocks, not a multiple of 16 bytes: split quants take the unaligned loads.
+TEST_F(Gemv, GroupComputesEachProduct) {
+  for (const DType type : kTypes) {
+    const std::size_t block = dtype_info(type).block_elems;
+    for (const std::size_t cols : {std::size_t{256}, block == 256 ? std::size_t{768} : std::size_t{96}}) {
+      const std::size_t rows[] = {static_cast<std::size_t>(random_int(1, 300)), 7, 5};
+      std::vector<EncodedRows> w;
+      std::vector<DeviceBuffer<std::uint8_t>> w_gpu;
+      std::vector<DeviceBuffer<float>> y_gpu;
+      std::vector<WeightProduct> outputs;
+      for (const std::size_t n : rows) {
+        w.push_back(encode_rows(type, random_floats(n * cols), n, cols));
+        w_gpu.emplace_back(w.back().bytes);
+        y_gpu.emplace_back(n);
+        y_gpu.back().poison();
+        outputs.push_back({{type, n, cols, w_gpu.back().data()}, y_gpu.back().data()});
+      }
+      const auto x = random_floats(cols);
+      DeviceBuffer<float> x_gpu(x);
+      launch_gemv_group(outputs, x_gpu.data(), stream());
+      synchronize();
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        expect_close("gemv group " + std::to_string(i) + " " + describe(type, rows[i], cols), y_gpu[i].download(),
+                     reference_product(w[i], rows[i], cols, x), kTolerance);
+      }
+    }
+  }
+}
+
+TEST_F(Gemv, SwigluFusesGateAndUp) {
+  for (const DType type : kTypes) {
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 600)), cols = 512;
+    const auto gate = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto up = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto x = random_floats(cols, -2.0f, 2.0f);
+    DeviceBuffer<std::uint8_t> gate_gpu(gate.bytes), up_gpu(up.bytes);
+    DeviceBuffer<float> x_gpu(x), out(rows);
+    out.poison();
+    launch_gemv_swiglu({type, rows, cols, gate_gpu.data()}, {type, rows, cols, up_gpu.data()}, x_gpu.data(), out.data(),
+                       stream());
+    synchronize();
+    const auto g = reference_product(gate, rows, cols, x), u = reference_product(up, rows, cols, x);
+    std::vector<double> ref(rows);
+    for (std::size_t r = 0; r < rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+    expect_close("gemv swiglu " + describe(type, rows, cols), out.download(), ref, kTolerance);
+  }
+}
+
+TEST_F(Gemv, RejectsMixedTypesInOneLaunch) {
+  DeviceBuffer<float> x(256), y(4);
+  DeviceBuffer<std::uint8_t> w(4 * 1024);
+  const WeightMatrix q8{DType::Q8_0, 2, 256, w.data()}, f16{DType::F16, 2, 256, w.data()};
+  EXPECT_THROW(launch_gemv_swiglu(q8, f16, x.data(), y.data(), stream()), Error);
+  const WeightProduct outputs[] = {{q8, y.data()}, {f16, y.data() + 2}};
+  EXPECT_THROW(launch_gemv_group(outputs, x.data(), stream()), Error);
 }
 
 TEST_F(Gemv, RejectsRowsOfPartialBlocks) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "backend/cpu/quant.h"
+#include "backend/gpu/device_layout.h"
 #include "backend/gpu/gpu_device.h"
 
 namespace rf::gpu::test {
@@ -76,6 +77,7 @@ EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_
     cpu::quantize_row(type, &values[r * cols], &encoded.bytes[r * stride], cols);
     cpu::dequantize_row(type, &encoded.bytes[r * stride], &encoded.decoded[r * cols], cols);
   }
+  encoded.bytes = to_device_layout({type, rows, cols, encoded.bytes.data()});
   return encoded;
 }
 

@@ -36,7 +36,8 @@ void expect_close(const std::string& what, const std::vector<float>& out, const 
 void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
                   double tolerance);
 
-// `rows` rows of `cols` values stored as `type` (rf::cpu::quantize_row), and what they decode to.
+// `rows` rows of `cols` values stored as `type` (rf::cpu::quantize_row) in the device's layout
+// (backend/gpu/device_layout.h), and what they decode to.
 struct EncodedRows {
   std::vector<std::uint8_t> bytes;
   std::vector<float> decoded;

@@ -12,7 +12,7 @@ constexpr double kTolerance = 1e-5;
 
 TEST_F(RmsNorm, FusedResidualAddMatchesCpu) {
   constexpr float kEps = 1e-5f;
-  for (const int n : {1, 5, 777, 4096, 5120}) {
+  for (const int n : {1, 5, 777, 4096, 5120, 8200}) {
     for (const bool with_residual : {false, true}) {
       const int rows = 3;
       const auto x = random_floats(rows * n, -3.0f, 3.0f);

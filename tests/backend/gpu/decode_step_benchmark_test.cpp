@@ -1,0 +1,129 @@
+// What one decode step of the Llama 3.1 8B shape spends per kernel: each launch of a layer's step
+// (bf16 weights, one token, 128 cached positions) replayed 32 times in a captured graph, as the
+// decoder replays its layers, with weight copies that together exceed L2. The sum over a layer,
+// times 32, against rocmforge bench's tg figure, says how much of a step is kernels and how much is
+// the gaps between them. Disabled by default (a measurement); tools/gpu_check.sh runs it.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "attention_setup.h"
+#include "backend/gpu/attention_kernels.h"
+#include "backend/gpu/graph.h"
+#include "backend/gpu/ops.h"
+#include "gpu_test.h"
+#include "gpu_timer.h"
+
+namespace rf::gpu::test {
+namespace {
+
+constexpr int kLayers = 32;
+constexpr int kHidden = 4096, kFfn = 14336, kPositions = 128;
+constexpr HeadShape kHeads{32, 8, 128};
+constexpr std::size_t kWorkingSet = std::size_t{1} << 29;
+
+class DecodeStepBenchmark : public GpuTest {
+ protected:
+  // Copies of a random bf16 matrix, together past any L2.
+  std::vector<DeviceBuffer<std::uint8_t>> matrices(std::size_t rows, std::size_t cols) {
+    const auto rows_bytes = encode_rows(DType::BF16, random_floats(16 * cols), 16, cols).bytes;
+    std::vector<std::uint8_t> matrix(rows * cols * 2);
+    for (std::size_t i = 0; i < matrix.size(); ++i) matrix[i] = rows_bytes[i % rows_bytes.size()];
+    std::vector<DeviceBuffer<std::uint8_t>> copies;
+    for (std::size_t bytes = 0; bytes < kWorkingSet || copies.size() < 2; bytes += matrix.size()) copies.emplace_back(matrix);
+    return copies;
+  }
+
+  // Median microseconds per launch of launch(layer) over kLayers launches replayed as one graph.
+  float time_in_graph(const std::function<void(int layer)>& launch) {
+    const CapturedGraph graph(stream(), [&] {
+      for (int l = 0; l < kLayers; ++l) launch(l);
+    });
+    graph.launch(stream());
+    std::vector<float> ms;
+    for (int i = 0; i < 10; ++i) {
+      timer_.start(stream());
+      graph.launch(stream());
+      ms.push_back(timer_.stop_ms(stream()));
+    }
+    return median(ms) * 1e3f / kLayers;
+  }
+
+  void report(const std::string& what, float us, double bytes) {
+    total_us_ += us;
+    std::printf("[  bench   ] decode step %-40s %7.1f us", what.c_str(), us);
+    if (bytes > 0) std::printf("  %6.0f GB/s", bytes / us / 1e3);
+    std::printf("\n");
+  }
+
+  EventTimer timer_;
+  float total_us_ = 0;
+};
+
+TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
+  DeviceBuffer<float> x(random_floats(kFfn)), residual(random_floats(kHidden)), norm(random_floats(kHidden));
+  DeviceBuffer<float> out(kFfn), q(kHeads.n_heads * kHeads.head_dim), k(kHidden), v(kHidden);
+  const float eps = 1e-5f;
+  report("rms_norm + residual", time_in_graph([&](int) {
+           launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream());
+         }), 0);
+  {
+    const int kv_dim = kHeads.n_kv_heads * kHeads.head_dim;
+    auto wq = matrices(kHidden, kHidden), wk = matrices(kv_dim, kHidden), wv = matrices(kv_dim, kHidden);
+    report("gemv q,k,v 6144x4096", time_in_graph([&](int l) {
+             const WeightProduct qkv[] = {{{DType::BF16, kHidden, kHidden, wq[l % wq.size()].data()}, q.data()},
+                                          {{DType::BF16, 1024, kHidden, wk[l % wk.size()].data()}, k.data()},
+                                          {{DType::BF16, 1024, kHidden, wv[l % wv.size()].data()}, v.data()}};
+             launch_gemv_group(qkv, x.data(), stream());
+           }), 6144.0 * kHidden * 2);
+  }
+  {
+    const AttentionProblem problem(kHeads, 16, {{kPositions - 1, 1}},
+                                   [&](std::size_t n, float lo, float hi) { return random_floats(n, lo, hi); },
+                                   [&](int lo, int hi) { return random_int(lo, hi); });
+    DeviceBuffer<float> inv_freq(random_floats(kHeads.head_dim / 2, 0.0f, 1.0f));
+    DeviceBuffer<std::int32_t> slot(std::vector<std::int32_t>{3});
+    report("rope + KV append", time_in_graph([&](int) {
+             launch_rope_kv_append(q.data(), k.data(), v.data(), problem.batch().positions, slot.data(), 1, kHeads,
+                                   inv_freq.data(), RopeLayout::Interleaved, problem.cache(), stream());
+           }), 0);
+    DeviceBuffer<float> attention_out(problem.q.size());
+    const AttentionPlan plan = plan_attention(problem.batch(), kHeads);
+    DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
+    report("attention, " + std::to_string(kPositions) + " positions, " + std::to_string(plan.decode_splits) + " splits",
+           time_in_graph([&](int) {
+             launch_attention_planned(plan, problem.q_gpu.data(), problem.cache(), problem.batch(), kHeads, problem.scale(),
+                                      attention_out.data(), workspace.data(), stream());
+           }), 0);
+  }
+  {
+    auto wo = matrices(kHidden, kHidden);
+    report("gemv o 4096x4096", time_in_graph([&](int l) {
+             launch_gemv({DType::BF16, kHidden, kHidden, wo[l % wo.size()].data()}, x.data(), out.data(), stream());
+           }), 1.0 * kHidden * kHidden * 2);
+  }
+  report("rms_norm + residual", time_in_graph([&](int) {
+           launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream());
+         }), 0);
+  {
+    auto gate = matrices(kFfn, kHidden), up = matrices(kFfn, kHidden);
+    report("gemv gate,up + swiglu 2x14336x4096", time_in_graph([&](int l) {
+             launch_gemv_swiglu({DType::BF16, kFfn, kHidden, gate[l % gate.size()].data()},
+                                {DType::BF16, kFfn, kHidden, up[l % up.size()].data()}, x.data(), out.data(), stream());
+           }), 2.0 * kFfn * kHidden * 2);
+  }
+  {
+    auto down = matrices(kHidden, kFfn);
+    report("gemv down 4096x14336", time_in_graph([&](int l) {
+             launch_gemv({DType::BF16, kHidden, kFfn, down[l % down.size()].data()}, x.data(), out.data(), stream());
+           }), 1.0 * kHidden * kFfn * 2);
+  }
+  const double layer_bytes = (6144.0 + 4096 + 3 * 14336) * kHidden * 2;
+  std::printf("[  bench   ] decode step: one layer %.1f us for %.1f MB of weights; "
+              "x %d layers = %.2f ms before the output head and sampling\n",
+              total_us_, layer_bytes / 1e6, kLayers, total_us_ * kLayers / 1e3);
+}
+
+}  // namespace
+}  // namespace rf::gpu::test
