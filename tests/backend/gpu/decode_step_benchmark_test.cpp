@@ -27,9 +27,7 @@ class DecodeStepBenchmark : public GpuTest {
  protected:
   // Copies of a random bf16 matrix, together past any L2.
   std::vector<DeviceBuffer<std::uint8_t>> matrices(std::size_t rows, std::size_t cols) {
-    const auto rows_bytes = encode_rows(DType::BF16, random_floats(16 * cols), 16, cols).bytes;
-    std::vector<std::uint8_t> matrix(rows * cols * 2);
-    for (std::size_t i = 0; i < matrix.size(); ++i) matrix[i] = rows_bytes[i % rows_bytes.size()];
+    const auto matrix = tiled_matrix(DType::BF16, rows, cols);
     std::vector<DeviceBuffer<std::uint8_t>> copies;
     for (std::size_t bytes = 0; bytes < kWorkingSet || copies.size() < 2; bytes += matrix.size()) copies.emplace_back(matrix);
     return copies;

@@ -13,7 +13,6 @@ struct Shape {
   std::size_t rows, cols;
 };
 constexpr Shape kShapes[] = {{14336, 4096}, {4096, 14336}};
-constexpr std::size_t kDistinctRows = 256;              // encoded once on the host, then tiled
 constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight copies, far beyond any L2
 // Launches back to back between two events, so that launch latency hides behind the previous kernel;
 // the median over several such batches.
@@ -27,12 +26,8 @@ class GemvBenchmark : public GpuTest {
 // One matrix shape and type: weights tiled from a few encoded rows into copies that together exceed
 // any L2, launched round-robin.
 void GemvBenchmark::bench_gemv(DType type, Shape shape, EventTimer& timer) {
-  const auto distinct = encode_rows(type, random_floats(kDistinctRows * shape.cols), kDistinctRows, shape.cols);
-  const std::size_t matrix_bytes = row_bytes(type, shape.cols) * shape.rows;
-  std::vector<std::uint8_t> matrix(matrix_bytes);
-  for (std::size_t offset = 0; offset < matrix_bytes; offset += distinct.bytes.size()) {
-    std::copy_n(distinct.bytes.begin(), std::min(distinct.bytes.size(), matrix_bytes - offset), &matrix[offset]);
-  }
+  const auto matrix = tiled_matrix(type, shape.rows, shape.cols);
+  const std::size_t matrix_bytes = matrix.size();
   const std::size_t copies = std::max<std::size_t>(2, kWorkingSet / matrix_bytes);
   std::vector<DeviceBuffer<std::uint8_t>> weights;
   for (std::size_t i = 0; i < copies; ++i) weights.emplace_back(matrix);

@@ -1,5 +1,6 @@
 #include "gpu_test.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,16 @@ void expect_close(const std::string& what, const std::vector<float>& out, const 
 void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
                   double tolerance) {
   expect_close(what, out, std::vector<double>(ref.begin(), ref.end()), tolerance);
+}
+
+std::vector<std::uint8_t> GpuTest::tiled_matrix(DType type, std::size_t rows, std::size_t cols) {
+  constexpr std::size_t kDistinctRows = 256;
+  const auto distinct = encode_rows(type, random_floats(kDistinctRows * cols), kDistinctRows, cols);
+  std::vector<std::uint8_t> matrix(row_bytes(type, cols) * rows);
+  for (std::size_t offset = 0; offset < matrix.size(); offset += distinct.bytes.size()) {
+    std::copy_n(distinct.bytes.begin(), std::min(distinct.bytes.size(), matrix.size() - offset), &matrix[offset]);
+  }
+  return matrix;
 }
 
 EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols) {

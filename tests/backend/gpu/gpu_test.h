@@ -20,6 +20,9 @@ class GpuTest : public ::testing::Test {
   void SetUp() override;
 
   std::vector<float> random_floats(std::size_t n, float lo = -1.0f, float hi = 1.0f);
+  // The bytes of a rows x cols matrix stored as `type` (in the device's layout) for the benchmarks:
+  // 256 random rows encoded once and repeated, since quantizing millions of weights takes long.
+  std::vector<std::uint8_t> tiled_matrix(DType type, std::size_t rows, std::size_t cols);
   int random_int(int lo, int hi);  // in [lo, hi]
   gpuStream_t stream() { return stream_->get(); }
   void synchronize() { stream_->synchronize(); }

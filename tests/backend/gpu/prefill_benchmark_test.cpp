@@ -23,17 +23,11 @@ namespace rf::gpu::test {
 namespace {
 
 constexpr int kPrefillTokens = 512;
-constexpr std::size_t kDistinctRows = 256;  // encoded once, then repeated: quantizing 58M weights takes long
 
 class PrefillBenchmark : public GpuTest {
  protected:
   DeviceBuffer<std::uint8_t> weights(DType type, std::size_t rows, std::size_t cols) {
-    const auto distinct = encode_rows(type, random_floats(kDistinctRows * cols), kDistinctRows, cols);
-    std::vector<std::uint8_t> matrix(row_bytes(type, cols) * rows);
-    for (std::size_t offset = 0; offset < matrix.size(); offset += distinct.bytes.size()) {
-      std::copy_n(distinct.bytes.begin(), std::min(distinct.bytes.size(), matrix.size() - offset), &matrix[offset]);
-    }
-    return DeviceBuffer<std::uint8_t>(matrix);
+    return DeviceBuffer<std::uint8_t>(tiled_matrix(type, rows, cols));
   }
 
   AttentionProblem problem(HeadShape shape, const std::vector<SequenceChunk>& chunks) {
