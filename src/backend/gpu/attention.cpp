@@ -32,8 +32,9 @@ void launch_attention(const float* q, KvCacheLayer cache, const AttentionBatch& 
                       float* out, gpuStream_t stream) {
   const AttentionPlan plan = plan_attention(batch, shape);
   const std::size_t bytes = attention_workspace_bytes(plan, batch, shape);
-  launch_attention_planned(plan, q, cache, batch, shape, scale, out, bytes > 0 ? stream_workspace(stream, bytes) : nullptr,
-                           stream);
+  void* workspace = bytes > 0 ? stream_workspace(stream, bytes) : nullptr;
+  clear_attention_workspace(plan, batch, shape, workspace, stream);
+  launch_attention_planned(plan, q, cache, batch, shape, scale, out, workspace, stream);
 }
 
 }  // namespace rf::gpu

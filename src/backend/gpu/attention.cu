@@ -1,10 +1,9 @@
-// Attention over the paged f16 KV cache, never materialising the scores: flash attention (an online
-// softmax over tiles of keys) for prefill tiles, and the same kernel per decode token with its keys cut
-// into ranges whose partial results a combine kernel merges (flash-decoding). The portable version:
-// fp32 arithmetic, written against groups of 16 lanes, which divide every warp width. Prefill on CUDA
-// sm_80+ goes to the tensor-core kernel of attention_mma.cu instead.
+// Attention over the paged f16 KV cache, never materialising the scores. This file holds the plan
+// (which kernels serve a batch) and the portable prefill kernel: flash attention, an online softmax over
+// tiles of keys, in fp32, written against groups of 16 lanes, which divide every warp width. Prefill on
+// CUDA sm_80+ goes to the tensor-core kernel of attention_mma.cu instead, and decode tokens to
+// attention_decode.cu.
 #include <algorithm>
-#include <climits>
 
 #include "backend/gpu/attention.cuh"
 #include "backend/gpu/attention_kernels.h"
@@ -23,13 +22,12 @@ constexpr int kKeysPerLane = 4;
 constexpr int kTileKeys = kKeyLanes * kKeysPerLane;
 constexpr int kRowGroups = 8;
 constexpr int kThreads = kKeyLanes * kRowGroups;
-constexpr int kPrefillRowsPerThread = 4;  // 32 query rows per tile: 8 tokens of a group of 4
-constexpr int kDecodeRowsPerThread = 1;   // 8 rows: one token's heads of a group
-// Decode splits: enough blocks to fill a large GPU several times over, but no split under two tiles
-// (at 128 positions on an H100, one split of two tiles took 18.5 us per layer, two splits of one
-// tile and their combine 32.8).
-constexpr int kTargetBlocks = 1024;
-constexpr int kMinKeysPerSplit = 2 * kTileKeys;
+constexpr int kRowsPerThread = 4;  // 32 query rows per tile: 8 tokens of a group of 4
+constexpr int kRows = kRowsPerThread * kRowGroups;
+// Decode ranges: enough blocks to fill a large GPU a few times over, none under a block's first pass
+// over its keys (32 keys at head dim 128).
+constexpr int kTargetBlocks = 512;
+constexpr int kMinKeysPerSplit = 32;
 constexpr int kMaxSplits = 256;
 
 struct Params {
@@ -39,10 +37,7 @@ struct Params {
   HeadShape shape;
   float q_scale;  // softmax scale times log2(e)
   QueryTiling tiling;
-  int keys_per_split;
-  float* out;          // where partial_out is null
-  float* partial_out;  // [split][token][q_dim], each split normalised by its own sum
-  float* partial_lse;  // [split][token][head]: log2 of that sum, in the scores' base-2 units (-inf: no keys)
+  float* out;
 };
 
 // Key or value rows of positions [first, first + kTileKeys) of sequence `seq` into `tile`, zeros from
@@ -61,30 +56,23 @@ __device__ void load_rows(const std::uint16_t* cache, const AttentionBatch& batc
   }
 }
 
-__device__ __forceinline__ void unpack_halves(uint4 raw, float (&out)[8]) {
-  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = half_bits_to_float(static_cast<unsigned short>(words[i / 2] >> (16 * (i % 2))));
-}
-
-template <int kHeadDim, int kRowsPerThread, bool kDecode>
+template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
-  constexpr int kRows = kRowsPerThread * kRowGroups;
   // Rows stay 16-byte aligned, and 8 lanes' 16-byte reads of 8 consecutive rows hit distinct banks.
   constexpr int kStride = kHeadDim + 8;
   constexpr int kDimPairs = (kHeadDim + 2 * kKeyLanes - 1) / (2 * kKeyLanes);
   alignas(16) __shared__ float q_tile[kRows][kHeadDim];
   alignas(16) __shared__ std::uint16_t kv_tile[kTileKeys][kStride];  // keys, then values
   alignas(16) __shared__ float p_tile[kTileKeys][kRows];              // softmax weights, key-major
-  __shared__ TileTokens<kDecode ? 1 : kRows> tile;
+  __shared__ TileTokens<kRows> tile;
 
   const HeadShape shape = p.shape;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int q_dim = shape.n_heads * kHeadDim, kv_dim = shape.n_kv_heads * kHeadDim;
   const int kv_head = blockIdx.y / p.tiling.head_chunks, chunk = blockIdx.y % p.tiling.head_chunks;
-  // Prefill tiles run latest first: they have the most keys, so the last wave is the short one.
-  const int first_token = (kDecode ? blockIdx.x : gridDim.x - 1 - blockIdx.x) * p.tiling.tokens;
-  tile.load(p.batch, first_token, p.tiling.tokens, kDecode);
+  // Tiles run latest first: they have the most keys, so the last wave is the short one.
+  const int first_token = (gridDim.x - 1 - blockIdx.x) * p.tiling.tokens;
+  tile.load(p.batch, first_token, p.tiling.tokens);
   Segment segment;
   if (!next_segment(tile, segment)) return;
 
@@ -105,8 +93,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
     int limit[kRowsPerThread];
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i) limit[i] = row_limit(queries[i], tile, segment);
-    const int key_begin = blockIdx.z * p.keys_per_split;
-    const int key_end = min(segment.last_pos + 1, key_begin + p.keys_per_split);
+    const int key_end = segment.last_pos + 1;
     float row_max[kRowsPerThread], row_sum[kRowsPerThread], acc[kRowsPerThread][kDimPairs][2];
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i) {
@@ -116,7 +103,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
       for (int c = 0; c < kDimPairs; ++c) acc[i][c][0] = acc[i][c][1] = 0.0f;
     }
 
-    for (int first = key_begin; first < key_end; first += kTileKeys) {
+    for (int first = 0; first < key_end; first += kTileKeys) {
       __syncthreads();  // the tiles are free (and, the first time, q_tile is written)
       load_rows<kHeadDim, kStride>(p.cache.keys, p.batch, segment.seq, first, key_end, kv_dim, kv_head, kv_tile);
       __syncthreads();
@@ -173,15 +160,11 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
 
       for (int key = 0; key < kTileKeys; ++key) {
         float weight[kRowsPerThread];
-        if constexpr (kRowsPerThread % 4 == 0) {
+        static_assert(kRowsPerThread % 4 == 0);
 #pragma unroll
-          for (int i = 0; i < kRowsPerThread; i += 4) {
-            const float4 w4 = *reinterpret_cast<const float4*>(&p_tile[key][row0 + i]);
-            weight[i] = w4.x, weight[i + 1] = w4.y, weight[i + 2] = w4.z, weight[i + 3] = w4.w;
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kRowsPerThread; ++i) weight[i] = p_tile[key][row0 + i];
+        for (int i = 0; i < kRowsPerThread; i += 4) {
+          const float4 w4 = *reinterpret_cast<const float4*>(&p_tile[key][row0 + i]);
+          weight[i] = w4.x, weight[i + 1] = w4.y, weight[i + 2] = w4.z, weight[i + 3] = w4.w;
         }
 #pragma unroll
         for (int c = 0; c < kDimPairs; ++c) {
@@ -206,54 +189,22 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
       const int t = first_token + queries[i].token_index;
       const std::size_t offset = static_cast<std::size_t>(t) * q_dim + queries[i].head * kHeadDim;
       const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
-      float* dst = p.partial_out ? p.partial_out + static_cast<std::size_t>(blockIdx.z) * p.batch.n_tokens * q_dim + offset
-                                 : p.out + offset;
 #pragma unroll
       for (int c = 0; c < kDimPairs; ++c) {
         const int dim = 2 * lane + 2 * kKeyLanes * c;
-        if (dim < kHeadDim) *reinterpret_cast<float2*>(&dst[dim]) = make_float2(acc[i][c][0] * inverse, acc[i][c][1] * inverse);
-      }
-      if (p.partial_out && lane == 0) {
-        const std::size_t at = (static_cast<std::size_t>(blockIdx.z) * p.batch.n_tokens + t) * shape.n_heads + queries[i].head;
-        p.partial_lse[at] = total > 0.0f ? row_max[i] + log2f(total) : -INFINITY;
+        if (dim < kHeadDim) {
+          *reinterpret_cast<float2*>(&p.out[offset + dim]) = make_float2(acc[i][c][0] * inverse, acc[i][c][1] * inverse);
+        }
       }
     }
   } while (next_segment(tile, segment));
 }
 
-// out = the splits' partial outputs weighted by their share of the softmax sum, for decode tokens.
-__global__ void __launch_bounds__(kThreads)
-    combine_kernel(const float* partial_out, const float* partial_lse, int splits, AttentionBatch batch, HeadShape shape,
-                   float* out) {
-  const int t = blockIdx.x;
-  if (!alone_in_sequence(batch.seq, batch.n_tokens, t)) return;
-  const int q_dim = shape.n_heads * shape.head_dim;
-  const std::size_t out_stride = static_cast<std::size_t>(batch.n_tokens) * q_dim;
-  const std::size_t lse_stride = static_cast<std::size_t>(batch.n_tokens) * shape.n_heads;
-  for (int i = threadIdx.x; i < q_dim; i += kThreads) {
-    const float* lse = partial_lse + static_cast<std::size_t>(t) * shape.n_heads + i / shape.head_dim;
-    float largest = -INFINITY;
-    for (int s = 0; s < splits; ++s) largest = fmaxf(largest, lse[s * lse_stride]);  // finite: split 0 holds position 0
-    float total = 0.0f, value = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float weight = exp2f(lse[s * lse_stride] - largest);
-      total += weight;
-      value += weight * partial_out[s * out_stride + static_cast<std::size_t>(t) * q_dim + i];
-    }
-    out[static_cast<std::size_t>(t) * q_dim + i] = value / total;
-  }
-}
-
-template <int kRowsPerThread, bool kDecode>
 void launch_flash(const Params& p, dim3 grid, gpuStream_t stream) {
   with_head_dim(p.shape.head_dim, [&](auto head_dim) {
-    flash_kernel<decltype(head_dim)::value, kRowsPerThread, kDecode><<<grid, kThreads, 0, stream>>>(p);
+    flash_kernel<decltype(head_dim)::value><<<grid, kThreads, 0, stream>>>(p);
   });
   RF_GPU_CHECK_LAUNCH();
-}
-
-QueryTiling decode_tiling(HeadShape shape) {
-  return tile_queries(shape.n_heads / shape.n_kv_heads, kDecodeRowsPerThread * kRowGroups, true);
 }
 
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
@@ -279,7 +230,7 @@ bool tensor_core_attention_available(int head_dim) {
 
 AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape) {
   check_shape(batch, shape);
-  const long long blocks = static_cast<long long>(batch.n_tokens) * shape.n_kv_heads * decode_tiling(shape).head_chunks;
+  const long long blocks = static_cast<long long>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape);
   const long long for_occupancy = blocks > 0 ? (kTargetBlocks + blocks - 1) / blocks : 1;
   const long long by_length = (static_cast<long long>(batch.max_positions) + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
   const int splits = static_cast<int>(std::clamp<long long>(std::min(for_occupancy, by_length), 1, kMaxSplits));
@@ -287,48 +238,39 @@ AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape) {
 }
 
 std::size_t attention_workspace_bytes(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape) {
-  if (plan.decode_splits <= 1) return 0;
-  const std::size_t per_split = static_cast<std::size_t>(batch.n_tokens) * shape.n_heads * (shape.head_dim + 1);
-  return plan.decode_splits * per_split * sizeof(float);
+  return decode_workspace_bytes(plan.decode_splits, batch, shape);
+}
+
+void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape, void* workspace,
+                               gpuStream_t stream) {
+  clear_decode_workspace(plan.decode_splits, batch, shape, workspace, stream);
 }
 
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
-                              HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream) {
+                              HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream,
+                              const DecodeRope& rope) {
   check_shape(batch, shape);
   require(plan.decode_splits >= 1 && plan.decode_splits <= kMaxSplits, "launch_attention", "bad split count");
   require(aligned(q, 16) && aligned(out, 8) && aligned(cache.keys, 16) && aligned(cache.values, 16), "launch_attention",
           "q, out or the cache is misaligned");
+  require(!rope.k || (aligned(rope.k, 16) && aligned(rope.v, 16) && rope.slots && rope.inv_freq), "launch_attention",
+          "the fused RoPE needs aligned k and v, slots and frequencies");
   require(plan.decode_splits == 1 || workspace != nullptr, "launch_attention", "split partials need a workspace");
   require(!plan.tensor_cores || tensor_core_attention_available(shape.head_dim), "launch_attention",
           "the tensor-core kernel does not run here");
   if (batch.n_tokens == 0) return;
   const int group = shape.n_heads / shape.n_kv_heads;
-  Params p{q, cache, batch, shape, scale * kLog2e, {}, INT_MAX / 2, out, nullptr, nullptr};
-
-  if (batch.n_tokens > 1) {  // a single token is a decode token
+  const float q_scale = scale * kLog2e;
+  if (batch.n_tokens > 1 && !rope.k) {  // a single token is a decode token; so is every token with rope
     if (plan.tensor_cores) {
-      launch_prefill_mma(q, cache, batch, shape, p.q_scale, out, stream);
+      launch_prefill_mma(q, cache, batch, shape, q_scale, out, stream);
     } else {
-      p.tiling = tile_queries(group, kPrefillRowsPerThread * kRowGroups, false);
+      const Params p{q, cache, batch, shape, q_scale, tile_queries(group, kRows), out};
       const dim3 grid((batch.n_tokens + p.tiling.tokens - 1) / p.tiling.tokens, shape.n_kv_heads * p.tiling.head_chunks);
-      launch_flash<kPrefillRowsPerThread, false>(p, grid, stream);
+      launch_flash(p, grid, stream);
     }
   }
-
-  p.tiling = decode_tiling(shape);
-  const int splits = plan.decode_splits;
-  if (splits > 1) {
-    const int keys = (batch.max_positions + splits - 1) / splits;
-    p.keys_per_split = (keys + kTileKeys - 1) / kTileKeys * kTileKeys;
-    p.partial_out = static_cast<float*>(workspace);
-    p.partial_lse = p.partial_out + static_cast<std::size_t>(splits) * batch.n_tokens * shape.n_heads * shape.head_dim;
-  }
-  launch_flash<kDecodeRowsPerThread, true>(p, dim3(batch.n_tokens, shape.n_kv_heads * p.tiling.head_chunks, splits),
-                                           stream);
-  if (splits > 1) {
-    combine_kernel<<<batch.n_tokens, kThreads, 0, stream>>>(p.partial_out, p.partial_lse, splits, batch, shape, out);
-    RF_GPU_CHECK_LAUNCH();
-  }
+  launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, rope, workspace, out, stream);
 }
 
 }  // namespace rf::gpu

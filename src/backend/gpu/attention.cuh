@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backend/gpu/attention_kernels.h"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 #include "backend/gpu/vendor.h"
@@ -24,10 +25,10 @@ struct QueryTiling {
   int tokens;       // tokens per block
 };
 
-// A kernel of kRows rows per tile; decode blocks take one token each.
-inline QueryTiling tile_queries(int group, int rows, bool one_token) {
+// A prefill kernel of kRows rows per tile.
+inline QueryTiling tile_queries(int group, int rows) {
   const int heads = group < rows ? group : rows;
-  return {heads, (group + heads - 1) / heads, one_token ? 1 : rows / heads};
+  return {heads, (group + heads - 1) / heads, rows / heads};
 }
 
 // Which kernel serves a token: the decode kernel takes the tokens alone in their sequence in this batch
@@ -44,7 +45,8 @@ __device__ inline std::size_t cache_row(const AttentionBatch& batch, int seq, in
   return (static_cast<std::size_t>(block) * batch.block_size + pos % batch.block_size) * kv_dim;
 }
 
-// The tokens of a block's tile, in shared memory; `served` marks those this kernel computes.
+// The tokens of a prefill block's tile, in shared memory; `served` marks those it computes (not those
+// alone in their sequence: the decode kernel's).
 template <int kMaxTokens>
 struct TileTokens {
   std::int32_t seq[kMaxTokens];
@@ -53,12 +55,12 @@ struct TileTokens {
   int count;
 
   // Every thread of the block calls this; the tile is readable after the barrier.
-  __device__ void load(const AttentionBatch& batch, int first_token, int tokens, bool decode_kernel) {
+  __device__ void load(const AttentionBatch& batch, int first_token, int tokens) {
     if (threadIdx.x == 0) count = tokens;
     for (int i = threadIdx.x; i < tokens; i += blockDim.x) {
       const int t = first_token + i;
       const bool exists = t < batch.n_tokens;
-      served[i] = exists && alone_in_sequence(batch.seq, batch.n_tokens, t) == decode_kernel;
+      served[i] = exists && !alone_in_sequence(batch.seq, batch.n_tokens, t);
       seq[i] = exists ? batch.seq[t] : 0;
       pos[i] = exists ? batch.positions[t] : 0;
     }
@@ -106,6 +108,13 @@ __device__ int row_limit(const RowQuery& query, const TileTokens<kMaxTokens>& ti
   return inside ? tile.pos[query.token_index] : -1;
 }
 
+// Eight f16 values (one 16-byte load of a cache row) as floats.
+__device__ __forceinline__ void unpack_halves(uint4 raw, float (&out)[8]) {
+  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = half_bits_to_float(static_cast<unsigned short>(words[i / 2] >> (16 * (i % 2))));
+}
+
 // Llama-family models' head dims (16 and 32: the small test fixtures); kernels hold a row's dims in
 // registers, one instantiation each.
 inline bool supported_head_dim(int head_dim) {
@@ -125,6 +134,17 @@ void with_head_dim(int head_dim, F&& f) {
   }
   throw_bad_launch("launch_attention", "head_dim must be 16, 32, 64, 80, 96 or 128");
 }
+
+// The decode kernel (attention_decode.cu), for the tokens alone in their sequence: `splits` key ranges
+// per token, merged in the kernel. Its blocks per token and KV head (query heads are taken up to 8 at a
+// time), and the scratch the ranges need (none for one range): their partials, and arrival counters
+// that clear_decode_workspace zeroes (see clear_attention_workspace).
+int decode_head_chunks(HeadShape shape);
+std::size_t decode_workspace_bytes(int splits, const AttentionBatch& batch, HeadShape shape);
+void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape shape, void* workspace,
+                            gpuStream_t stream);
+void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
+                   int splits, const DecodeRope& rope, void* workspace, float* out, gpuStream_t stream);
 
 // The tensor-core prefill kernel (attention_mma.cu), for tokens [0, n_tokens) in tiles of
 // tensor_core_tiling(group).tokens. False where this build or device cannot run it.

@@ -13,7 +13,7 @@ namespace rf::gpu {
 // the rest (prefill chunks) go to the flash-attention kernel.
 struct AttentionPlan {
   bool tensor_cores;  // prefill through the mma.sync kernel (CUDA, sm_80+), else the portable one
-  int decode_splits;  // key ranges per decode token, merged by a combine kernel when more than 1
+  int decode_splits;  // key ranges per decode token, merged in the decode kernel when more than 1
 };
 
 AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape);
@@ -21,12 +21,31 @@ AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape);
 // Whether the tensor-core prefill kernel runs for head_dim on this build and device.
 bool tensor_core_attention_available(int head_dim);
 
-// Scratch of the plan's split partials (none for decode_splits == 1).
+// Scratch of the plan's split partials (none for decode_splits == 1), and the counters that tell the
+// last range of a token to merge them. clear_attention_workspace zeroes those counters (a memset of a
+// few hundred bytes, on `stream`): before the first launch on a workspace, and again whenever a launch
+// for another batch shape or plan may have used it since; launches of one shape and plan leave it clear
+// for each other (a decode step's layers).
 std::size_t attention_workspace_bytes(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape);
+void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape, void* workspace,
+                               gpuStream_t stream);
+
+// RoPE and the KV append, done by the decode kernel instead of launch_rope_kv_append, for a batch whose
+// every token is alone in its sequence (a decode step; with other tokens the result is wrong): the new
+// tokens' k and v rows ([n_tokens][kv_dim], k not yet rotated), their cache slots, and RoPE's inverse
+// frequencies and layout as launch_rope_kv_append takes them. q is then read unrotated, and left so.
+struct DecodeRope {
+  const float* k = nullptr;  // null: no fusion (q and the cache come rotated and appended)
+  const float* v = nullptr;
+  const std::int32_t* slots = nullptr;
+  const float* inv_freq = nullptr;
+  RopeLayout layout = RopeLayout::SplitHalves;
+};
 
 // launch_attention with a given plan; workspace holds attention_workspace_bytes(plan, batch, shape).
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
-                              HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream);
+                              HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream,
+                              const DecodeRope& rope = {});
 
 // The materialised attention, fp32: per query head, scores = Q K^T (launch_gemm: cuBLAS SGEMM on CUDA),
 // causal mask and softmax over the whole score matrix, then P V. One sequence (seq 0) of

@@ -16,7 +16,7 @@ constexpr int kRows = kWarps * kWarpRows;
 
 }  // namespace
 
-QueryTiling tensor_core_tiling(int group) { return tile_queries(group, kRows, false); }
+QueryTiling tensor_core_tiling(int group) { return tile_queries(group, kRows); }
 
 #if defined(ROCMFORGE_GPU_CUDA)
 
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kThreads)
   const int q_dim = shape.n_heads * kHeadDim, kv_dim = shape.n_kv_heads * kHeadDim;
   const int kv_head = blockIdx.y / tiling.head_chunks, chunk = blockIdx.y % tiling.head_chunks;
   const int first_token = (gridDim.x - 1 - blockIdx.x) * tiling.tokens;  // latest (longest) tiles first
-  tile.load(batch, first_token, tiling.tokens, false);
+  tile.load(batch, first_token, tiling.tokens);
   Segment segment;
   if (!next_segment(tile, segment)) return;
 

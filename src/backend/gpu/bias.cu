@@ -1,6 +1,7 @@
 // A bias added to every row of a projection's output.
 #include <algorithm>
 
+#include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 
@@ -12,6 +13,7 @@ constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;  // enough to fill any current GPU; threads then stride
 
 __global__ void __launch_bounds__(kThreads) add_bias_kernel(float* x, const float* bias, std::size_t n, int width) {
+  begin_dependent();
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
     x[i] += bias[i % width];
@@ -25,8 +27,7 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
   const std::size_t n = static_cast<std::size_t>(rows) * width;
   if (n == 0) return;
   const auto blocks = static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
-  add_bias_kernel<<<blocks, kThreads, 0, stream>>>(x, bias, n, width);
-  RF_GPU_CHECK_LAUNCH();
+  launch_dependent(add_bias_kernel, blocks, kThreads, 0, stream, x, bias, n, width);
 }
 
 }  // namespace rf::gpu

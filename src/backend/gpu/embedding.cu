@@ -1,5 +1,6 @@
 // Embedding lookup: each token's row of the table, decoded to fp32.
 #include "backend/gpu/block_decode.cuh"
+#include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 
@@ -14,6 +15,7 @@ template <class D>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const std::uint8_t* table, std::size_t row_bytes, int cols, int slices,
                      const std::int32_t* tokens, float* out) {
+  begin_dependent();
   const std::uint8_t* row = table + static_cast<std::size_t>(tokens[blockIdx.x]) * row_bytes;
   float* out_row = out + static_cast<std::size_t>(blockIdx.x) * cols;
   for (int s = threadIdx.x; s < slices; s += kThreads) {
@@ -45,9 +47,8 @@ void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int
     using D = decltype(decoder);
     const int cols = static_cast<int>(table.cols);
     const int slices = decodable_slices<D>(table.data, cols, "launch_embedding");
-    embedding_kernel<D><<<n_tokens, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(table.data),
-                                                          row_bytes(table.dtype, table.cols), cols, slices, tokens, out);
-    RF_GPU_CHECK_LAUNCH();
+    launch_dependent(embedding_kernel<D>, n_tokens, kThreads, 0, stream, static_cast<const std::uint8_t*>(table.data),
+                     row_bytes(table.dtype, table.cols), cols, slices, tokens, out);
   });
 }
 

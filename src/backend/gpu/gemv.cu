@@ -12,6 +12,7 @@
 
 #include "backend/gpu/activation.cuh"
 #include "backend/gpu/block_decode.cuh"
+#include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 
@@ -25,7 +26,8 @@ constexpr int kMaxSegments = 3;
 // Rows per block. A thread of a 4096-column row has 4 slices of 16 bytes to load per row in a 16-bit
 // type (8 columns a slice) but 1 in Q4_0 (32 columns), so Q4_0 takes 8 rows (alone, not with gate and
 // up, where 16 would need 168 registers): llama3-8b q4_0 decode went from 237 to 266 tok/s on an
-// H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us).
+// H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us), and so
+// did Q4_0's 14336-column down projection with 4 (24.3 -> 28.3 us).
 template <class D, int kMats>
 inline constexpr int kRowsPerBlock = std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4;
 
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
     if (i < args.n_segments && static_cast<int>(blockIdx.x) >= args.segments[i].first_block) seg = args.segments[i];
   }
   constexpr int kRows = kRowsPerBlock<D, kMats>;
-  constexpr int kUnroll = kRows >= 8 ? 1 : 2;  // loads in flight per thread, within its registers
+  constexpr int kUnroll = 2;  // iterations whose loads are in flight at once per thread
   const int row0 = (static_cast<int>(blockIdx.x) - seg.first_block) * kRows;
   const int row_blocks = args.cols / D::kBlockElems;
   // A block's spare rows past the end re-read the last row; their sums are dropped.
@@ -77,6 +79,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) rows[m][r] = seg.w[m] + static_cast<std::size_t>(min(row0 + r, seg.rows - 1)) * args.row_bytes;
   }
+  begin_dependent();
   float acc[kMats][kRows] = {};
 #pragma unroll kUnroll
   for (int s = threadIdx.x; s < args.slices; s += kThreads) {
@@ -188,8 +191,7 @@ void launch_products(std::span<const Product> products, const float* x, gpuStrea
     for (std::size_t i = 0; i < products.size(); ++i) {
       for (int m = 0; m < kMats; ++m) args.slices = std::min(args.slices, decodable_slices<D>(args.segments[i].w[m], args.cols, name));
     }
-    gemv_kernel<D, kMats><<<blocks, kThreads, 0, stream>>>(args);
-    RF_GPU_CHECK_LAUNCH();
+    launch_dependent(gemv_kernel<D, kMats>, blocks, kThreads, 0, stream, args);
   });
 }
 

@@ -38,6 +38,18 @@ int attention_span(int positions, int cache_positions) {
   return std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(positions, kMinSpan)))), cache_positions);
 }
 
+// The most scratch attention needs in any step. Key ranges per token shrink as a step's tokens grow,
+// so this stays small (about 2 MiB for Llama 3 8B).
+std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
+  const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
+  std::size_t most = 0;
+  for (int n = 1; n <= o.max_batch_tokens; ++n) {
+    const AttentionBatch batch{nullptr, nullptr, nullptr, n, o.kv_blocks, o.block_size, o.kv_blocks * o.block_size};
+    most = std::max(most, attention_workspace_bytes(plan_attention(batch, heads), batch, heads));
+  }
+  return most;
+}
+
 // Whether two matrices of one input can go to one GEMV launch (GGUF mixes types within a layer).
 bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype == b.dtype && a.cols == b.cols; }
 
@@ -59,6 +71,7 @@ LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& 
   }
   layout(config, options.max_batch_tokens, activation_storage_.data(), &activations_);
   layout(options.max_batch_tokens, options.kv_blocks, input_storage_.data(), &inputs_);
+  attention_workspace_ = DeviceBuffer<std::uint8_t>(attention_scratch_bytes(config, options));
 }
 
 LlamaForwardGpu::~LlamaForwardGpu() = default;
@@ -186,7 +199,7 @@ LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin,
   const std::size_t used = (tables - host_inputs_.data()) + static_cast<std::size_t>(n_seqs) * width;
   RF_GPU_CHECK(gpuMemcpyAsync(input_storage_.data(), host_inputs_.data(), used * sizeof(std::int32_t),
                               gpuMemcpyHostToDevice, stream_.get()));
-  return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size)};
+  return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size), n_seqs == end - begin};
 }
 
 AttentionBatch LlamaForwardGpu::attention_batch(const StepShape& shape) const {
@@ -195,15 +208,10 @@ AttentionBatch LlamaForwardGpu::attention_batch(const StepShape& shape) const {
 }
 
 void LlamaForwardGpu::reserve_scratch(const StepShape& shape) {
-  const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  const AttentionBatch batch = attention_batch(shape);
-  const std::size_t bytes = attention_workspace_bytes(plan_attention(batch, heads), batch, heads);
-  const bool grows = bytes > attention_workspace_.size() || shape.n_tokens > most_tokens_;
-  if (!grows) return;
-  stream_.synchronize();  // nothing queued still uses the scratch or the graphs
+  if (shape.n_tokens <= most_tokens_) return;
+  stream_.synchronize();  // nothing queued still uses the graphs
   graphs_.clear();
-  if (bytes > attention_workspace_.size()) attention_workspace_ = DeviceBuffer<std::uint8_t>(bytes);
-  most_tokens_ = std::max(most_tokens_, shape.n_tokens);
+  most_tokens_ = shape.n_tokens;
 }
 
 void LlamaForwardGpu::project(std::span<const WeightProduct> products, const float* x, int n_tokens) {
@@ -224,6 +232,9 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   const Activations& a = activations_;
   const int n = shape.n_tokens;
   const float eps = static_cast<float>(c.rms_norm_eps);
+  const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
+  const AttentionBatch batch = attention_batch(shape);
+  clear_attention_workspace(plan_attention(batch, heads), batch, heads, attention_workspace_.data(), stream_.get());
   launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get());
   // Each layer's last residual add is fused into the next norm.
   const float* residual = nullptr;
@@ -261,12 +272,17 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
   if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
   if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, stream);
   const KvCacheLayer cache = cache_layer(layer);
-  launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,
-                        cache, stream);
+  DecodeRope fused_rope;
+  if (shape.decode_only) {
+    fused_rope = {a.k, a.v, inputs_.slots, weights_.inv_freq, c.rope_layout};
+  } else {
+    launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,
+                          cache, stream);
+  }
   const AttentionBatch batch = attention_batch(shape);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   launch_attention_planned(plan_attention(batch, heads), a.q, cache, batch, heads, scale, a.attn,
-                           attention_workspace_.data(), stream);
+                           attention_workspace_.data(), stream, fused_rope);
   project(w.wo, a.attn, n, a.proj);
   launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream);
   if (n == 1 && same_type(w.w_gate, w.w_up)) {

@@ -62,8 +62,10 @@ class LlamaForwardGpu : public ForwardPass {
     int n_tokens;
     int n_logits;
     int max_positions;  // rounded up, so that few shapes occur
+    bool decode_only;   // every token of its own sequence: attention does RoPE and the KV append
     bool operator<(const StepShape& o) const {
-      return std::tie(n_tokens, n_logits, max_positions) < std::tie(o.n_tokens, o.n_logits, o.max_positions);
+      return std::tie(n_tokens, n_logits, max_positions, decode_only) <
+             std::tie(o.n_tokens, o.n_logits, o.max_positions, o.decode_only);
     }
   };
 
@@ -75,7 +77,7 @@ class LlamaForwardGpu : public ForwardPass {
   void run(const Batch& batch, const std::function<void(int first, int count)>& on_logits);
   // Uploads tokens [begin, end) of the batch with logit rows [first_row, end_row), and says their shape.
   StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
-  // Grows the scratch a step of this shape needs (see below).
+  // Drops the graphs when a step of this shape may grow GemmContext's scratch (see below).
   void reserve_scratch(const StepShape& shape);
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
@@ -98,10 +100,11 @@ class LlamaForwardGpu : public ForwardPass {
   StepInputs inputs_;
   std::vector<std::int32_t> host_inputs_;  // staging, in input_storage_'s layout
   DeviceSampler sampler_;
-  // Scratch that grows with the steps: the attention's split partials here, and GemmContext's
-  // operand copies (for up to most_tokens_ tokens). Growing moves it, and graphs hold its address:
-  // they are dropped then. Only a step of a shape not seen before, which runs eagerly, grows it.
+  // The attention's split partials, for any step (allocated once: graphs hold its address).
   DeviceBuffer<std::uint8_t> attention_workspace_;
+  // GemmContext's operand copies grow with the steps (up to most_tokens_ tokens). Growing moves them,
+  // and graphs hold their address: they are dropped then. Only a step of a shape not seen before,
+  // which runs eagerly, grows them.
   int most_tokens_ = 0;
   // A decode shape's first step runs eagerly; the second captures it.
   std::map<StepShape, std::optional<CapturedGraph>> graphs_;

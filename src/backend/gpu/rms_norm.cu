@@ -1,4 +1,5 @@
 // RMSNorm, optionally fused with the residual add before it; and Qwen3's per-head q/k norm.
+#include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 #include "backend/gpu/reduce.cuh"
@@ -70,6 +71,7 @@ constexpr int kHeadThreads = kMaxWarpSize;
 template <int kThreads, bool kInRegisters>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_kernel(float* x, const float* residual, const float* weight, int n, float eps, float* out) {
+  begin_dependent();
   const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
   if constexpr (kInRegisters) {
     rms_norm_row_in_registers<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
@@ -82,6 +84,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) qk_norm_kernel(float* q, float* k, const float* q_weight,
                                                            const float* k_weight, int q_heads, int head_dim, float eps) {
+  begin_dependent();
   const int head = blockIdx.x;
   const bool is_q = head < q_heads;
   float* x = is_q ? q + static_cast<std::size_t>(head) * head_dim : k + static_cast<std::size_t>(head - q_heads) * head_dim;
@@ -96,12 +99,8 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
   if (rows == 0) return;
   const bool vectors = n % 4 == 0 && n <= kRowThreads * 4 * kMaxVectors &&
                        [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out);
-  if (vectors) {
-    rms_norm_kernel<kRowThreads, true><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
-  } else {
-    rms_norm_kernel<kRowThreads, false><<<rows, kRowThreads, 0, stream>>>(x, residual, weight, n, eps, out);
-  }
-  RF_GPU_CHECK_LAUNCH();
+  launch_dependent(vectors ? rms_norm_kernel<kRowThreads, true> : rms_norm_kernel<kRowThreads, false>, rows, kRowThreads,
+                   0, stream, x, residual, weight, n, eps, out);
 }
 
 void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
@@ -111,8 +110,8 @@ void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_we
   if (n_tokens == 0) return;
   const int q_heads = n_tokens * shape.n_heads;
   const int heads = q_heads + n_tokens * shape.n_kv_heads;
-  qk_norm_kernel<kHeadThreads><<<heads, kHeadThreads, 0, stream>>>(q, k, q_weight, k_weight, q_heads, shape.head_dim, eps);
-  RF_GPU_CHECK_LAUNCH();
+  launch_dependent(qk_norm_kernel<kHeadThreads>, heads, kHeadThreads, 0, stream, q, k, q_weight, k_weight, q_heads,
+                   shape.head_dim, eps);
 }
 
 }  // namespace rf::gpu

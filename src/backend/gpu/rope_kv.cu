@@ -1,6 +1,8 @@
 // RoPE on q and k, fused with appending k and v to the paged KV cache.
+#include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
+#include "backend/gpu/rope.cuh"
 
 namespace rf::gpu {
 
@@ -14,11 +16,12 @@ __global__ void __launch_bounds__(kThreads)
     rope_kv_append_kernel(float* q, const float* k, const float* v, const std::int32_t* positions,
                           const std::int32_t* slots, HeadShape shape, const float* inv_freq, bool split_halves,
                           KvCacheLayer cache) {
+  begin_dependent();
   extern __shared__ float trig[];
   const int t = blockIdx.x;
   const int half = shape.head_dim / 2;
-  const float position = static_cast<float>(positions[t]);
-  for (int i = threadIdx.x; i < half; i += kThreads) sincosf(position * inv_freq[i], &trig[half + i], &trig[i]);
+  const int position = positions[t];
+  for (int i = threadIdx.x; i < half; i += kThreads) rope_angle(position, inv_freq[i], trig[i], trig[half + i]);
   __syncthreads();
 
   // The pair of dimension i: split halves rotate (i, i + d/2), interleaved (2i, 2i + 1), as rf::cpu::rope.
@@ -38,14 +41,13 @@ __global__ void __launch_bounds__(kThreads)
     const int b = a + partner;
     const float c = trig[i], s = trig[half + i];
     const float* row = is_q ? q_row : k_row;
-    const float xa = row[a], xb = row[b];
-    const float ra = xa * c - xb * s, rb = xb * c + xa * s;
+    const float2 r = rotate_pair(row[a], row[b], c, s);
     if (is_q) {
-      q_row[a] = ra;
-      q_row[b] = rb;
+      q_row[a] = r.x;
+      q_row[b] = r.y;
     } else {
-      cache.keys[slot_offset + a] = float_to_half_bits(ra);
-      cache.keys[slot_offset + b] = float_to_half_bits(rb);
+      cache.keys[slot_offset + a] = float_to_half_bits(r.x);
+      cache.keys[slot_offset + b] = float_to_half_bits(r.y);
     }
   }
   const float* v_row = v + static_cast<std::size_t>(t) * kv_dim;
@@ -62,9 +64,8 @@ void launch_rope_kv_append(float* q, const float* k, const float* v, const std::
   require(shape.head_dim > 0 && shape.head_dim % 2 == 0, "launch_rope_kv_append", "head_dim must be even");
   if (n_tokens == 0) return;
   const std::size_t trig_bytes = static_cast<std::size_t>(shape.head_dim) * sizeof(float);
-  rope_kv_append_kernel<<<n_tokens, kThreads, trig_bytes, stream>>>(q, k, v, positions, slots, shape, inv_freq,
-                                                                    layout == RopeLayout::SplitHalves, cache);
-  RF_GPU_CHECK_LAUNCH();
+  launch_dependent(rope_kv_append_kernel, n_tokens, kThreads, trig_bytes, stream, q, k, v, positions, slots, shape,
+                   inv_freq, layout == RopeLayout::SplitHalves, cache);
 }
 
 }  // namespace rf::gpu

@@ -23,6 +23,7 @@ inline constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define gpuMemset cudaMemset
+#define gpuMemsetAsync cudaMemsetAsync
 #define gpuStreamCreate cudaStreamCreate
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
@@ -61,6 +62,7 @@ inline constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define gpuMemset hipMemset
+#define gpuMemsetAsync hipMemsetAsync
 #define gpuStreamCreate hipStreamCreate
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
@@ -88,6 +90,10 @@ namespace rf::gpu {
 
 // "cuda" or "hip": the runtime this build talks to.
 const char* backend_name();
+
+// Whether launch_dependent (dependent_launch.cuh) overlaps kernels on the current device: CUDA on
+// compute capability 9.0 or later, unless ROCMFORGE_DEPENDENT_LAUNCH=0 (there to measure the gain).
+bool dependent_launch_enabled();
 
 // Throws rf::Error naming the call, where it was made and the runtime's own message.
 [[noreturn]] void throw_gpu_error(gpuError_t status, const char* call, const char* file, int line);

@@ -33,22 +33,29 @@ class Attention : public GpuTest {
     if (tensor_cores) check(name + " mma", problem, ref, AttentionPlan{true, 1}, kTensorCoreTolerance);
   }
 
-  // One run: launch_attention when `plan` is empty, else launch_attention_planned with it.
+  // One run: launch_attention when `plan` is empty, else launch_attention_planned with it, twice on
+  // one workspace (the first launch must leave it fit for the second, as a decode step's layers do).
   void check(const std::string& what, const AttentionProblem& problem, const std::vector<double>& ref,
              std::optional<AttentionPlan> plan, double tolerance) {
     DeviceBuffer<float> out(problem.q.size());
     out.poison();
-    if (plan) {
-      DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(*plan, problem.batch(), problem.shape));
-      launch_attention_planned(*plan, problem.q_gpu.data(), problem.cache(), problem.batch(), problem.shape,
-                               problem.scale(), out.data(), workspace.data(), stream());
-      synchronize();  // before the workspace goes
-    } else {
+    if (!plan) {
       launch_attention(problem.q_gpu.data(), problem.cache(), problem.batch(), problem.shape, problem.scale(),
                        out.data(), stream());
       synchronize();
+      expect_close("attention " + what, out.download(), ref, tolerance);
+      return;
     }
-    expect_close("attention " + what, out.download(), ref, tolerance);
+    DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(*plan, problem.batch(), problem.shape));
+    workspace.poison();
+    clear_attention_workspace(*plan, problem.batch(), problem.shape, workspace.data(), stream());
+    for (const char* launch : {" (first)", " (second)"}) {
+      launch_attention_planned(*plan, problem.q_gpu.data(), problem.cache(), problem.batch(), problem.shape,
+                               problem.scale(), out.data(), workspace.data(), stream());
+      synchronize();
+      expect_close("attention " + what + launch, out.download(), ref, tolerance);
+      out.poison();
+    }
   }
 
   AttentionProblem make(HeadShape shape, int block_size, const std::vector<SequenceChunk>& chunks) {
@@ -90,6 +97,52 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {1337, 1}, {64, 1}, {1500, 1}, {511, 1}};
   for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}}) {
     check_every_path("decode " + shape_name(shape), make(shape, 16, chunks));
+  }
+}
+
+// A decode step with RoPE and the KV append fused into the decode kernel gives the same bits as
+// launch_rope_kv_append followed by attention: the same output, the same cache. Group sizes 4, 8 and 16
+// (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range).
+TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
+  const std::vector<SequenceChunk> chunks = {{1000, 1}, {64, 1}, {0, 1}, {299, 1}};
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}}) {
+    const AttentionProblem problem = make(shape, 16, chunks);
+    const AttentionBatch batch = problem.batch();
+    const int n = batch.n_tokens, kv_dim = shape.n_kv_heads * shape.head_dim;
+    std::vector<std::int32_t> slots(n);
+    for (int t = 0; t < n; ++t) {
+      const int pos = problem.positions[t], block = problem.block_tables[problem.seq[t] * batch.max_blocks + pos / problem.block_size];
+      slots[t] = block * problem.block_size + pos % problem.block_size;
+    }
+    const DeviceBuffer<std::int32_t> slots_gpu(slots);
+    const DeviceBuffer<float> k(random_floats(n * kv_dim, -2.0f, 2.0f)), v(random_floats(n * kv_dim, -2.0f, 2.0f));
+    const DeviceBuffer<float> inv_freq(random_floats(shape.head_dim / 2, 0.0f, 1.0f));
+    for (const RopeLayout layout : {RopeLayout::SplitHalves, RopeLayout::Interleaved}) {
+      for (const int splits : {1, 5}) {
+        const AttentionPlan plan{false, splits};
+        const std::string name = "fused rope " + shape_name(shape) + (layout == RopeLayout::Interleaved ? " interleaved/" : " halves/") +
+                                 std::to_string(splits);
+        DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(plan, batch, shape));
+        clear_attention_workspace(plan, batch, shape, workspace.data(), stream());
+        // Separate launches, on a copy of q (rotated in place) and of the cache.
+        DeviceBuffer<float> q(problem.q), separate(problem.q.size()), fused(problem.q.size());
+        DeviceBuffer<std::uint16_t> keys(problem.keys), values(problem.values);
+        DeviceBuffer<std::uint16_t> fused_keys(problem.keys), fused_values(problem.values);
+        separate.poison();
+        fused.poison();
+        launch_rope_kv_append(q.data(), k.data(), v.data(), batch.positions, slots_gpu.data(), n, shape, inv_freq.data(),
+                              layout, {keys.data(), values.data()}, stream());
+        launch_attention_planned(plan, q.data(), {keys.data(), values.data()}, batch, shape, problem.scale(),
+                                 separate.data(), workspace.data(), stream());
+        const DecodeRope rope{k.data(), v.data(), slots_gpu.data(), inv_freq.data(), layout};
+        launch_attention_planned(plan, problem.q_gpu.data(), {fused_keys.data(), fused_values.data()}, batch, shape,
+                                 problem.scale(), fused.data(), workspace.data(), stream(), rope);
+        synchronize();
+        expect_close(name, fused.download(), separate.download(), 0.0);
+        EXPECT_EQ(fused_keys.download(), keys.download()) << name << ": keys in the cache";
+        EXPECT_EQ(fused_values.download(), values.download()) << name << ": values in the cache";
+      }
+    }
   }
 }
 

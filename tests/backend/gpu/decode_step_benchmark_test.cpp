@@ -48,8 +48,9 @@ class DecodeStepBenchmark : public GpuTest {
     return median(ms) * 1e3f / kLayers;
   }
 
-  void report(const std::string& what, float us, double bytes) {
-    total_us_ += us;
+  // One row of the table; `counted` rows add up to the layer's time, the others are alternatives.
+  void report(const std::string& what, float us, double bytes, bool counted = true) {
+    if (counted) total_us_ += us;
     std::printf("[  bench   ] decode step %-40s %7.1f us", what.c_str(), us);
     if (bytes > 0) std::printf("  %6.0f GB/s", bytes / us / 1e3);
     std::printf("\n");
@@ -82,18 +83,28 @@ TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
                                    [&](int lo, int hi) { return random_int(lo, hi); });
     DeviceBuffer<float> inv_freq(random_floats(kHeads.head_dim / 2, 0.0f, 1.0f));
     DeviceBuffer<std::int32_t> slot(std::vector<std::int32_t>{3});
-    report("rope + KV append", time_in_graph([&](int) {
-             launch_rope_kv_append(q.data(), k.data(), v.data(), problem.batch().positions, slot.data(), 1, kHeads,
-                                   inv_freq.data(), RopeLayout::Interleaved, problem.cache(), stream());
-           }), 0);
     DeviceBuffer<float> attention_out(problem.q.size());
     const AttentionPlan plan = plan_attention(problem.batch(), kHeads);
     DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
-    report("attention, " + std::to_string(kPositions) + " positions, " + std::to_string(plan.decode_splits) + " splits",
+    clear_attention_workspace(plan, problem.batch(), kHeads, workspace.data(), stream());
+    // As the decoder runs a decode step: RoPE and the KV append inside the attention kernel.
+    const DecodeRope rope{k.data(), v.data(), slot.data(), inv_freq.data(), RopeLayout::SplitHalves};
+    report("attention + RoPE + KV append, " + std::to_string(kPositions) + " positions, " +
+               std::to_string(plan.decode_splits) + " splits",
            time_in_graph([&](int) {
              launch_attention_planned(plan, problem.q_gpu.data(), problem.cache(), problem.batch(), kHeads, problem.scale(),
-                                      attention_out.data(), workspace.data(), stream());
+                                      attention_out.data(), workspace.data(), stream(), rope);
            }), 0);
+    // Other ways to cut the same keys, for tuning the plan (not counted in the layer).
+    for (const int splits : {1, 2, 8}) {
+      const AttentionPlan other{plan.tensor_cores, splits};
+      DeviceBuffer<std::uint8_t> scratch(std::max<std::size_t>(1, attention_workspace_bytes(other, problem.batch(), kHeads)));
+      clear_attention_workspace(other, problem.batch(), kHeads, scratch.data(), stream());
+      report("  (the same with " + std::to_string(splits) + " splits)", time_in_graph([&](int) {
+               launch_attention_planned(other, problem.q_gpu.data(), problem.cache(), problem.batch(), kHeads,
+                                        problem.scale(), attention_out.data(), scratch.data(), stream(), rope);
+             }), 0, false);
+    }
   }
   {
     auto wo = matrices(kHidden, kHidden);

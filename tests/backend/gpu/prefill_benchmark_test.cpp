@@ -153,6 +153,7 @@ TEST_F(PrefillBenchmark, DISABLED_Attention) {
   DeviceBuffer<float> decode_out(decode.q.size());
   const AttentionPlan decode_plan = plan_attention(decode.batch(), shape);
   DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(decode_plan, decode.batch(), shape));
+  clear_attention_workspace(decode_plan, decode.batch(), shape, workspace.data(), stream());
   const double cache_bytes = 4.0 * kLength * shape.n_kv_heads * shape.head_dim * 2 * sizeof(std::uint16_t);
   for (const int splits : {1, decode_plan.decode_splits}) {
     const float ms = median_ms(stream(), 5, 10, [&] {

@@ -1,0 +1,353 @@
+// Decode attention: each token alone in its sequence (a decode step) against its cached keys and
+// values, split across the sequence (flash-decoding) so that even one token at a short context spreads
+// over many blocks; at 128 positions a step is a few dependent loads, not a walk over tiles.
+//
+// A block takes one token, up to kMaxHeads query heads of one KV head's group (GQA: they share every
+// key and value it loads) and one range of keys. Within it, groups of lanes take keys in turn, each lane
+// 8 dims of a row (one 16-byte load of f16), and keep an online softmax over their own keys; the block
+// merges its groups through shared memory. With several ranges, each block writes its partial output
+// (normalised by its own sum) and the log of that sum; the block that finishes its token's ranges last
+// merges them, in range order, so that the result does not depend on which block that is.
+//
+// With a DecodeRope, the kernel also does launch_rope_kv_append's work for its tokens: it rotates q as
+// it loads it, and the block whose range holds the token's own position rotates the new key and
+// appends it and the value to the cache before it reads its keys.
+#include <algorithm>
+#include <bit>
+
+#include "backend/gpu/attention.cuh"
+#include "backend/gpu/dependent_launch.cuh"
+#include "backend/gpu/rope.cuh"
+
+namespace rf::gpu::attention {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kMaxHeads = 8;
+
+// Lanes that read one key row together (8 dims each), and the key groups of a block.
+template <int kHeadDim>
+struct DecodeLanes {
+  static constexpr int kPerKey = static_cast<int>(std::bit_ceil(static_cast<unsigned>(kHeadDim / 8)));
+  static constexpr int kGroups = kThreads / kPerKey;
+  static_assert(kPerKey <= 16, "a key's lanes must sit within one warp of any width");
+};
+
+struct DecodeParams {
+  const float* q;
+  KvCacheLayer cache;
+  AttentionBatch batch;
+  HeadShape shape;
+  float q_scale;       // softmax scale times log2(e)
+  int head_chunks;     // blocks across one group's query heads
+  int keys_per_split;  // keys of each range; gridDim.z ranges
+  DecodeRope rope;     // rope.k null: q and the cache are already rotated and appended
+  float* out;
+  float* partial_out;  // [range][token][q_dim], each normalised by its own sum (several ranges only)
+  float* partial_lse;  // [range][token][head]: log2 of that sum, in base-2 score units (-inf: no keys)
+  unsigned* arrivals;  // [token][blockIdx.y]: ranges done; the last block resets it to 0
+};
+
+__device__ __forceinline__ void load_8(const float* p, float (&out)[8]) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  const float values[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = values[i];
+}
+
+__device__ __forceinline__ uint4 pack_halves(const float (&v)[8]) {
+  std::uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) words[i] = float_to_half_bits(v[2 * i]) | static_cast<std::uint32_t>(float_to_half_bits(v[2 * i + 1])) << 16;
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
+// RoPE for the 8 dims [dim, dim + 8) of a head at `position`, as launch_rope_kv_append applies it: the
+// angles' cos and sin, and a row's values rotated. Split halves pair dim i with i + head_dim / 2 (a
+// lane's 8 dims all sit in one half), interleaved layouts pair 2i with 2i + 1 (within the lane).
+template <int kHeadDim>
+struct LaneRope {
+  float c[8], s[8];
+  bool split_halves;
+  int dim;
+
+  LaneRope() = default;
+  __device__ LaneRope(const DecodeRope& rope, int position, int lane_dim)
+      : split_halves(rope.layout == RopeLayout::SplitHalves), dim(lane_dim) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int pair = split_halves ? (dim + i) % (kHeadDim / 2) : (dim + i) / 2;
+      rope_angle(position, rope.inv_freq[pair], c[i], s[i]);
+    }
+  }
+
+  __device__ void rotate(const float* head, float (&out)[8]) const {
+    float own[8];
+    load_8(head + dim, own);
+    if (split_halves) {
+      constexpr int kHalf = kHeadDim / 2;
+      const bool first_half = dim < kHalf;
+      float partner[8];
+      load_8(head + (first_half ? dim + kHalf : dim - kHalf), partner);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        out[i] = first_half ? rotate_pair(own[i], partner[i], c[i], s[i]).x : rotate_pair(partner[i], own[i], c[i], s[i]).y;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; i += 2) {
+        const float2 r = rotate_pair(own[i], own[i + 1], c[i], s[i]);
+        out[i] = r.x, out[i + 1] = r.y;
+      }
+    }
+  }
+};
+
+// Counts this block's range of its token as done: true in the block that finishes the token's ranges
+// last (for these heads), which then merges them.
+__device__ bool arrived_last(const DecodeParams& p, int t) {
+  __shared__ bool last;
+  __threadfence();  // this block's partials are visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned* arrived = p.arrivals + static_cast<std::size_t>(t) * gridDim.y + blockIdx.y;
+    last = atomicAdd(arrived, 1u) + 1 == gridDim.z;
+    if (last) *arrived = 0;  // ready for the next launch
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+template <int kHeadDim, int kHeads>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) {
+  using Lanes = DecodeLanes<kHeadDim>;
+  constexpr int kKeys = kHeads >= 8 ? 2 : 4;  // keys in flight per lane, within its registers
+  constexpr int kStep = Lanes::kGroups * kKeys;
+  begin_dependent();
+  const AttentionBatch& batch = p.batch;
+  const int t = blockIdx.x;
+  if (!alone_in_sequence(batch.seq, batch.n_tokens, t)) return;  // the prefill kernel's token
+  const int group = p.shape.n_heads / p.shape.n_kv_heads;
+  const int kv_head = blockIdx.y / p.head_chunks, first_in_group = blockIdx.y % p.head_chunks * kHeads;
+  const int heads = min(kHeads, group - first_in_group);
+  const int head0 = kv_head * group + first_in_group;
+  const int q_dim = p.shape.n_heads * kHeadDim, kv_dim = p.shape.n_kv_heads * kHeadDim;
+  const int lane = threadIdx.x % Lanes::kPerKey, key_group = threadIdx.x / Lanes::kPerKey;
+  const int dim = 8 * lane;
+  const bool reads = dim < kHeadDim;  // head dims 80 and 96 leave lanes of a group idle
+  const int seq = batch.seq[t], position = batch.positions[t];
+  const int begin = blockIdx.z * p.keys_per_split;
+  const int end = min(position + 1, begin + p.keys_per_split);
+
+  const bool fused_rope = p.rope.k != nullptr;
+  const LaneRope<kHeadDim> rope = fused_rope && reads ? LaneRope<kHeadDim>(p.rope, position, dim) : LaneRope<kHeadDim>();
+  float q[kHeads][8];
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    float values[8] = {};
+    if (h < heads && reads) {
+      const float* head = p.q + static_cast<std::size_t>(t) * q_dim + (head0 + h) * kHeadDim;
+      if (fused_rope) {
+        rope.rotate(head, values);
+      } else {
+        load_8(head + dim, values);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) q[h][i] = values[i] * p.q_scale;
+  }
+  if (fused_rope && begin <= position && position < end) {
+    // This range holds the new position: its key and value go to the cache first (each block of the
+    // KV head that reads them writes the same bits), read back below like the others.
+    if (key_group == 0 && reads) {
+      const std::size_t from = static_cast<std::size_t>(t) * kv_dim + kv_head * kHeadDim;
+      const std::size_t to = static_cast<std::size_t>(p.rope.slots[t]) * kv_dim + kv_head * kHeadDim + dim;
+      float k[8], v[8];
+      rope.rotate(p.rope.k + from, k);
+      load_8(p.rope.v + from + dim, v);
+      *reinterpret_cast<uint4*>(p.cache.keys + to) = pack_halves(k);
+      *reinterpret_cast<uint4*>(p.cache.values + to) = pack_halves(v);
+    }
+    __syncthreads();
+  }
+
+  float row_max[kHeads], row_sum[kHeads], acc[kHeads][8];
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    row_max[h] = -INFINITY;
+    row_sum[h] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
+  }
+
+  // The trip count is the block's, so that every lane of a warp reaches the shuffles.
+  for (int base = begin; base < end; base += kStep) {
+    const int first = base + key_group * kKeys;
+    uint4 k_raw[kKeys], v_raw[kKeys];
+#pragma unroll
+    for (int j = 0; j < kKeys; ++j) {
+      k_raw[j] = v_raw[j] = make_uint4(0, 0, 0, 0);
+      if (first + j < end && reads) {
+        const std::size_t at = cache_row(batch, seq, first + j, kv_dim) + kv_head * kHeadDim + dim;
+        k_raw[j] = *reinterpret_cast<const uint4*>(p.cache.keys + at);
+        v_raw[j] = *reinterpret_cast<const uint4*>(p.cache.values + at);
+      }
+    }
+    float s[kHeads][kKeys];
+#pragma unroll
+    for (int j = 0; j < kKeys; ++j) {
+      float k[8];
+      unpack_halves(k_raw[j], k);
+#pragma unroll
+      for (int h = 0; h < kHeads; ++h) {
+        s[h][j] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s[h][j] += q[h][i] * k[i];
+#pragma unroll
+        for (int mask = Lanes::kPerKey / 2; mask > 0; mask /= 2) s[h][j] += shuffle_xor(s[h][j], mask);
+      }
+    }
+    float v[kKeys][8];
+#pragma unroll
+    for (int j = 0; j < kKeys; ++j) unpack_halves(v_raw[j], v[j]);
+    // Online softmax: rescale what was summed under the old maximum.
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kKeys; ++j) {
+        if (first + j < end) tile_max = fmaxf(tile_max, s[h][j]);
+      }
+      const float new_max = fmaxf(row_max[h], tile_max);
+      const float reference = new_max == -INFINITY ? 0.0f : new_max;  // a group with no key yet stays all zero
+      const float alpha = exp2f(row_max[h] - reference);
+      row_max[h] = new_max;
+      row_sum[h] *= alpha;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[h][i] *= alpha;
+#pragma unroll
+      for (int j = 0; j < kKeys; ++j) {
+        const float weight = first + j < end ? exp2f(s[h][j] - reference) : 0.0f;
+        row_sum[h] += weight;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[h][i] += weight * v[j][i];
+      }
+    }
+  }
+
+  // Merge the key groups.
+  __shared__ float group_max[Lanes::kGroups][kHeads], group_sum[Lanes::kGroups][kHeads];
+  alignas(16) __shared__ float group_acc[Lanes::kGroups][kHeads][kHeadDim];
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+    if (lane == 0) group_max[key_group][h] = row_max[h], group_sum[key_group][h] = row_sum[h];
+    if (reads) {
+      auto* to = reinterpret_cast<float4*>(&group_acc[key_group][h][dim]);
+      to[0] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+      to[1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+    }
+  }
+  __syncthreads();
+  const bool split = gridDim.z > 1;
+  const std::size_t token_offset = static_cast<std::size_t>(t) * q_dim + head0 * kHeadDim;
+  const std::size_t range_stride = static_cast<std::size_t>(batch.n_tokens) * q_dim;
+  for (int e = threadIdx.x; e < heads * kHeadDim; e += kThreads) {
+    const int h = e / kHeadDim, d = e % kHeadDim;
+    float largest = -INFINITY;
+    for (int g = 0; g < Lanes::kGroups; ++g) largest = fmaxf(largest, group_max[g][h]);
+    const float reference = largest == -INFINITY ? 0.0f : largest;
+    float total = 0.0f, value = 0.0f;
+    for (int g = 0; g < Lanes::kGroups; ++g) {
+      const float weight = exp2f(group_max[g][h] - reference);
+      total += weight * group_sum[g][h];
+      value += weight * group_acc[g][h][d];
+    }
+    const float o = total > 0.0f ? value / total : 0.0f;
+    if (!split) {
+      p.out[token_offset + e] = o;
+      continue;
+    }
+    p.partial_out[blockIdx.z * range_stride + token_offset + e] = o;
+    if (d == 0) {
+      const std::size_t at = (static_cast<std::size_t>(blockIdx.z) * batch.n_tokens + t) * p.shape.n_heads + head0 + h;
+      p.partial_lse[at] = total > 0.0f ? largest + log2f(total) : -INFINITY;
+    }
+  }
+  if (!split || !arrived_last(p, t)) return;
+
+  // The last block: out = each range's output weighted by its share of the softmax sum. Other blocks
+  // wrote the partials, so they are read past this SM's L1.
+  const volatile float* partial_out = p.partial_out;
+  const volatile float* partial_lse = p.partial_lse;
+  const std::size_t lse_stride = static_cast<std::size_t>(batch.n_tokens) * p.shape.n_heads;
+  for (int e = threadIdx.x; e < heads * kHeadDim; e += kThreads) {
+    const volatile float* lse = partial_lse + static_cast<std::size_t>(t) * p.shape.n_heads + head0 + e / kHeadDim;
+    float largest = -INFINITY;
+    for (unsigned r = 0; r < gridDim.z; ++r) largest = fmaxf(largest, lse[r * lse_stride]);  // range 0 holds position 0
+    float total = 0.0f, value = 0.0f;
+    for (unsigned r = 0; r < gridDim.z; ++r) {
+      const float weight = exp2f(lse[r * lse_stride] - largest);
+      total += weight;
+      value += weight * partial_out[r * range_stride + token_offset + e];
+    }
+    p.out[token_offset + e] = value / total;
+  }
+}
+
+int heads_per_block(HeadShape shape) {
+  return std::min(kMaxHeads, static_cast<int>(std::bit_ceil(static_cast<unsigned>(shape.n_heads / shape.n_kv_heads))));
+}
+
+// The workspace: arrival counters first (their own 256 bytes and more, so partials stay aligned), then
+// the partial outputs and sums.
+std::size_t arrival_bytes(int splits, const AttentionBatch& batch, HeadShape shape) {
+  if (splits <= 1) return 0;
+  constexpr std::size_t kAlign = 256;
+  const std::size_t bytes = static_cast<std::size_t>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape) * sizeof(unsigned);
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+}  // namespace
+
+int decode_head_chunks(HeadShape shape) {
+  const int group = shape.n_heads / shape.n_kv_heads;
+  return (group + heads_per_block(shape) - 1) / heads_per_block(shape);
+}
+
+std::size_t decode_workspace_bytes(int splits, const AttentionBatch& batch, HeadShape shape) {
+  if (splits <= 1) return 0;
+  const std::size_t per_split = static_cast<std::size_t>(batch.n_tokens) * shape.n_heads * (shape.head_dim + 1);
+  return arrival_bytes(splits, batch, shape) + splits * per_split * sizeof(float);
+}
+
+void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape shape, void* workspace,
+                            gpuStream_t stream) {
+  const std::size_t bytes = arrival_bytes(splits, batch, shape);
+  if (bytes > 0) RF_GPU_CHECK(gpuMemsetAsync(workspace, 0, bytes, stream));
+}
+
+void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
+                   int splits, const DecodeRope& rope, void* workspace, float* out, gpuStream_t stream) {
+  const int chunks = decode_head_chunks(shape);
+  DecodeParams p{q, cache, batch, shape, q_scale, chunks, (batch.max_positions + splits - 1) / splits, rope, out,
+                 nullptr, nullptr, nullptr};
+  if (splits > 1) {
+    p.arrivals = static_cast<unsigned*>(workspace);
+    p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, batch, shape));
+    p.partial_lse = p.partial_out + static_cast<std::size_t>(splits) * batch.n_tokens * shape.n_heads * shape.head_dim;
+  }
+  const dim3 grid(batch.n_tokens, shape.n_kv_heads * chunks, splits);
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    constexpr int kDim = decltype(head_dim)::value;
+    switch (heads_per_block(shape)) {
+      case 1: return launch_dependent(decode_kernel<kDim, 1>, grid, kThreads, 0, stream, p);
+      case 2: return launch_dependent(decode_kernel<kDim, 2>, grid, kThreads, 0, stream, p);
+      case 4: return launch_dependent(decode_kernel<kDim, 4>, grid, kThreads, 0, stream, p);
+      default: return launch_dependent(decode_kernel<kDim, kMaxHeads>, grid, kThreads, 0, stream, p);
+    }
+  });
+}
+
+}  // namespace rf::gpu::attention
