@@ -57,16 +57,11 @@ std::size_t layer_matrix_parameters(const ModelConfig& c) {
 
 double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens) {
   SequenceBlocks blocks(runner.blocks(), ModelRunner::kBlockSize);
-  blocks.reserve(static_cast<int>(tokens.size()));
+  blocks.reserve(static_cast<int>(tokens.size()));  // the cache's bookkeeping stays out of the timing
   std::vector<float> logits;
   const auto start = Clock::now();
-  for (std::size_t begin = 0; begin < tokens.size(); begin += runner.max_batch_tokens()) {
-    const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), tokens.size() - begin);
-    Batch batch;
-    batch.block_tables.push_back(blocks.table());
-    batch.add_sequence(0, tokens.data() + begin, count, static_cast<int>(begin), begin + count == tokens.size());
-    runner.forward(batch, logits);
-  }
+  for_each_chunk(tokens, runner.max_batch_tokens(), blocks, ChunkLogits::Last,
+                 [&](const Batch& batch, std::size_t, std::size_t) { runner.forward(batch, logits); });
   return seconds_since(start);
 }
 

@@ -48,19 +48,14 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
   std::vector<float> logits;
   std::int32_t next = 0;
   const auto prefill_start = std::chrono::steady_clock::now();
-  for (std::size_t begin = 0; begin < prompt.size(); begin += runner.max_batch_tokens()) {
-    const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), prompt.size() - begin);
-    const bool last = begin + count == prompt.size();
-    blocks.reserve(static_cast<int>(begin + count));
-    Batch batch;
-    batch.block_tables.push_back(blocks.table());
-    batch.add_sequence(0, prompt.data() + begin, count, static_cast<int>(begin), last);
-    if (last) {
-      next = next_token(batch);
-    } else {
-      runner.forward(batch, logits);
-    }
-  }
+  for_each_chunk(prompt, runner.max_batch_tokens(), blocks, ChunkLogits::Last,
+                 [&](const Batch& batch, std::size_t begin, std::size_t count) {
+                   if (begin + count == prompt.size()) {
+                     next = next_token(batch);
+                   } else {
+                     runner.forward(batch, logits);
+                   }
+                 });
   result.prompt_seconds = seconds_since(prefill_start);
 
   const auto& stop_ids = runner.stop_ids();

@@ -31,19 +31,15 @@ PerplexityResult perplexity(ModelRunner& runner, const std::vector<std::int32_t>
   for (std::size_t start = 0; start + 1 < ids.size(); start += window) {
     const std::size_t len = std::min<std::size_t>(window, ids.size() - start);
     SequenceBlocks blocks(runner.blocks(), ModelRunner::kBlockSize);
-    blocks.reserve(static_cast<int>(len));
-    for (std::size_t begin = 0; begin < len; begin += runner.max_batch_tokens()) {
-      const std::size_t count = std::min<std::size_t>(runner.max_batch_tokens(), len - begin);
-      Batch batch;
-      batch.block_tables.push_back(blocks.table());
-      batch.add_sequence(0, ids.data() + start + begin, count, static_cast<int>(begin), false, true);
-      runner.forward(batch, logits);
-      // The logits at window position p predict the token at p + 1.
-      for (std::size_t i = 0; i < count && begin + i + 1 < len; ++i) {
-        total_nll += negative_log_likelihood(&logits[i * vocab], vocab, ids[start + begin + i + 1]);
-        ++result.scored_tokens;
-      }
-    }
+    for_each_chunk(std::span(ids).subspan(start, len), runner.max_batch_tokens(), blocks, ChunkLogits::All,
+                   [&](const Batch& batch, std::size_t begin, std::size_t count) {
+                     runner.forward(batch, logits);
+                     // The logits at window position p predict the token at p + 1.
+                     for (std::size_t i = 0; i < count && begin + i + 1 < len; ++i) {
+                       total_nll += negative_log_likelihood(&logits[i * vocab], vocab, ids[start + begin + i + 1]);
+                       ++result.scored_tokens;
+                     }
+                   });
     ++result.windows;
   }
   result.mean_nll = total_nll / static_cast<double>(result.scored_tokens);
