@@ -121,7 +121,7 @@ summary() {
       grep -E '^generation:' "$logs/generate-$device.log" | sed 's/^/      /'
     done
   fi
-  for bench in bench bench-8b serve; do
+  for bench in bench bench-8b serve serve-invariant; do
     [[ -f $logs/$bench.log ]] || continue
     echo "== rocmforge $bench"
     grep -E '^(device:|model:|\| [a-z0-9])' "$logs/$bench.log" | awk '!/^\| (model|streams)/ || !seen++'
@@ -146,11 +146,13 @@ generate_on() {
   "$rocmforge" generate --device "$1" -m models/kjv-llama -p "In the beginning" -n 32 --temp 0 >"$logs/generate-$1.txt"
 }
 # bench_8b: the rows of the speed table (issue #4) on the Llama 3.1 8B shape.
+# Then the batch-invariant mode's cost on the same shape.
 bench_8b() {
-  "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,32 -r 5 &&
+  "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 5 &&
     for dtype in q8_0 q4_0; do
       "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype $dtype -p 0 -n 128 -b 1 -r 5 || return
-    done
+    done &&
+    "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant
 }
 # profile_decode: GPU time per kernel over 32 decode steps of the 8B shape (and its prompt-free warm-up).
 profile_decode() {
@@ -166,6 +168,7 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   step bench "$rocmforge" bench --synthetic llama3-1b --device cuda -p 512 -n 128 -r 5
   step bench-8b bench_8b
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
+  step serve-invariant python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda --batch-invariant
   if command -v nsys >/dev/null; then step profile profile_decode; fi
 fi
 # The sanitizers slow kernels down tenfold and more, so they run last; they leave out the statistical
@@ -174,7 +177,7 @@ sanitized=(--gtest_filter=-Sampling.DrawsFollowTheHostDistribution:Sampling.Ties
 # Racecheck is slower still: the end-to-end tests, which launch the kernels the unit tests check,
 # are left to memcheck; so is the test of launch_gemm on cuBLAS, in whose Hopper GEMM kernels
 # racecheck "failed to handle a hardware exception" (H100, CUDA 13), which ends the process's context.
-race_checked=("${sanitized[0]}:*HfReferenceGpu*:DecodeGraphs.*:Gemm.LaunchGemm*")
+race_checked=("${sanitized[0]}:*HfReferenceGpu*:DecodeGraphs.*:BatchInvariance.*:Gemm.LaunchGemm*")
 if command -v compute-sanitizer >/dev/null; then
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 "$test_gpu" "${sanitized[@]}"
   # Racecheck reports hazards inside cuBLAS's own Hopper kernels (nvjet_*, synchronised by hardware it

@@ -91,6 +91,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", flags->options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", flags->options.ctx_size, "KV cache size (0: what the settings need)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--ubatch", flags->options.max_batch_tokens, "Prompt tokens per forward step")->check(CLI::PositiveNumber);
+  add_batch_invariant_flag(*cmd, flags->options);
   cmd->add_flag("--json", flags->json, "Print JSON instead of the table");
   cmd->callback([flags] { run(*flags); });
 }

@@ -17,6 +17,13 @@ void RunnerFlags::add_to(CLI::App& command) {
       ->check(CLI::NonNegativeNumber);
   command.add_option("-b,--batch-size", options.max_batch_tokens, "Prompt tokens per forward step")
       ->check(CLI::PositiveNumber);
+  add_batch_invariant_flag(command, options);
+}
+
+void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options) {
+  command.add_flag("--batch-invariant", options.batch_invariant,
+                   "GPU: a request's tokens exactly as it gets them alone, whatever it is batched with (slower "
+                   "prefill and long contexts; the CPU always works so)");
 }
 
 std::string default_model_path() {

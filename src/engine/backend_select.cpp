@@ -21,7 +21,10 @@ namespace {
 constexpr std::string_view kGpuDevice = std::string_view(ROCMFORGE_GPU_BACKEND) == "hip" ? "rocm" : "cuda";
 
 gpu::GpuForwardOptions gpu_options(const BackendShape& shape) {
-  return {.block_size = shape.block_size, .kv_blocks = shape.kv_blocks, .max_batch_tokens = shape.max_batch_tokens};
+  return {.block_size = shape.block_size,
+          .kv_blocks = shape.kv_blocks,
+          .max_batch_tokens = shape.max_batch_tokens,
+          .batch_invariant = shape.batch_invariant};
 }
 #endif
 

@@ -17,6 +17,10 @@ struct BackendShape {
   int block_size;
   int kv_blocks;
   int max_batch_tokens;
+  // A token's logits never depend on what it is batched with, so that greedy requests served together
+  // get exactly what they get alone. The CPU backend always works so; the GPU backend then gives up its
+  // faster batched kernels (gpu::GpuForwardOptions::batch_invariant).
+  bool batch_invariant = false;
 };
 
 // device "auto": the GPU when the build has a GPU backend and it finds a device, else the CPU (with

@@ -21,6 +21,7 @@ struct RunnerOptions {
   int kv_cache_tokens = 0;  // positions the KV cache holds for all sequences together; at least ctx_size
   int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
   std::string device = "auto";  // auto, cpu, cuda or rocm (see engine/backend_select.h)
+  bool batch_invariant = false;  // GPU: see BackendShape::batch_invariant
 };
 
 // The context a runner gets when none is asked for: the model's, capped at 4096 to bound memory.

@@ -237,6 +237,11 @@ AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape) {
   return {tensor_core_attention_available(shape.head_dim), splits};
 }
 
+AttentionPlan plan_batch_invariant_attention(const AttentionBatch& batch, HeadShape shape) {
+  check_shape(batch, shape);
+  return {false, 1, true};
+}
+
 std::size_t attention_workspace_bytes(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape) {
   return decode_workspace_bytes(plan.decode_splits, batch, shape);
 }
@@ -261,7 +266,8 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
   if (batch.n_tokens == 0) return;
   const int group = shape.n_heads / shape.n_kv_heads;
   const float q_scale = scale * kLog2e;
-  if (batch.n_tokens > 1 && !rope.k) {  // a single token is a decode token; so is every token with rope
+  // A single token is a decode token; so is every token with rope, or under the batch-invariant plan.
+  if (batch.n_tokens > 1 && !rope.k && !plan.every_token_decodes) {
     if (plan.tensor_cores) {
       launch_prefill_mma(q, cache, batch, shape, q_scale, out, stream);
     } else {
@@ -270,7 +276,8 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
       launch_flash(p, grid, stream);
     }
   }
-  launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, rope, workspace, out, stream);
+  launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, plan.every_token_decodes, rope, workspace, out,
+                stream);
 }
 
 }  // namespace rf::gpu

@@ -42,6 +42,7 @@ struct DecodeParams {
   float q_scale;       // softmax scale times log2(e)
   int head_chunks;     // blocks across one group's query heads
   int keys_per_split;  // keys of each range; gridDim.z ranges
+  bool every_token;    // false: tokens not alone in their sequence are the prefill kernel's
   DecodeRope rope;     // rope.k null: q and the cache are already rotated and appended
   float* out;
   float* partial_out;  // [range][token][q_dim], each normalised by its own sum (several ranges only)
@@ -128,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   begin_dependent();
   const AttentionBatch& batch = p.batch;
   const int t = blockIdx.x;
-  if (!alone_in_sequence(batch.seq, batch.n_tokens, t)) return;  // the prefill kernel's token
+  if (!p.every_token && !alone_in_sequence(batch.seq, batch.n_tokens, t)) return;  // the prefill kernel's token
   const int group = p.shape.n_heads / p.shape.n_kv_heads;
   const int kv_head = blockIdx.y / p.head_chunks, first_in_group = blockIdx.y % p.head_chunks * kHeads;
   const int heads = min(kHeads, group - first_in_group);
@@ -329,10 +330,12 @@ void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape s
 }
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, const DecodeRope& rope, void* workspace, float* out, gpuStream_t stream) {
+                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out,
+                   gpuStream_t stream) {
   const int chunks = decode_head_chunks(shape);
-  DecodeParams p{q, cache, batch, shape, q_scale, chunks, (batch.max_positions + splits - 1) / splits, rope, out,
-                 nullptr, nullptr, nullptr};
+  const int keys_per_split = (batch.max_positions + splits - 1) / splits;
+  DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
+                 rope, out, nullptr, nullptr, nullptr};
   if (splits > 1) {
     p.arrivals = static_cast<unsigned*>(workspace);
     p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, batch, shape));

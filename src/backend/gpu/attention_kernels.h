@@ -14,9 +14,15 @@ namespace rf::gpu {
 struct AttentionPlan {
   bool tensor_cores;  // prefill through the mma.sync kernel (CUDA, sm_80+), else the portable one
   int decode_splits;  // key ranges per decode token, merged in the decode kernel when more than 1
+  bool every_token_decodes = false;  // every token, prefill too, through the decode kernel
 };
 
 AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape);
+
+// The batch-invariant plan: every token through the decode kernel in one range of keys, so that a
+// token's output bits depend on its own sequence alone, never on the batch around it (which the
+// splits and the prefill kernels' tiles do). Slower for prefill and for long contexts.
+AttentionPlan plan_batch_invariant_attention(const AttentionBatch& batch, HeadShape shape);
 
 // Whether the tensor-core prefill kernel runs for head_dim on this build and device.
 bool tensor_core_attention_available(int head_dim);

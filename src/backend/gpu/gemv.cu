@@ -1,4 +1,4 @@
-// Decode GEMV, y = W x for one vector, W in any stored type decoded in registers; several products
+// Decode GEMV, y = W x for a few vectors, W in any stored type decoded in registers; several products
 // of the same x in one launch (a layer's q, k and v), or the FFN's gate and up with SwiGLU fused.
 //
 // Decode is a stream of weight bytes, so the kernel is built to keep many loads in flight: a block
@@ -6,6 +6,10 @@
 // the columns a slice (16 bytes of weights) at a time, loading that slice of all its rows before
 // using any. x is read once per slice and serves every row; it comes from L1, not shared memory,
 // so blocks need no barrier until their final reduction.
+//
+// A block multiplies its rows' slices with up to kTokens vectors (a batch's tokens), and each token's
+// sums are formed in the same order whatever kTokens is, so a token's output bits never depend on the
+// tokens beside it: batching leaves every answer as it is alone.
 #include <algorithm>
 #include <span>
 #include <type_traits>
@@ -28,11 +32,18 @@ constexpr int kMaxSegments = 3;
 // up, where 16 would need 168 registers): llama3-8b q4_0 decode went from 237 to 266 tok/s on an
 // H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us), and so
 // did Q4_0's 14336-column down projection with 4 (24.3 -> 28.3 us).
-template <class D, int kMats>
-inline constexpr int kRowsPerBlock = std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4;
+// With several tokens, the sums take the registers: 4 rows (2 with gate and up).
+template <class D, int kMats, int kTokens>
+inline constexpr int kRowsPerBlock =
+    kTokens > 1 ? 4 / kMats : (std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4);
 
-// Rows [0, rows) of one product go to the blocks from first_block on, kRowsPerBlock rows each.
-// With two matrices (gate, up), each output is swiglu(w[0] row . x, w[1] row . x).
+// Tokens per block: a launch for n tokens takes the fewest of these that holds them, and blocks of
+// kMaxTokens for more.
+constexpr int kMaxTokens = 8;
+
+// Rows [0, rows) of one product go to the blocks from first_block on, kRowsPerBlock rows each; token
+// t's output is y[t * rows, +rows). With two matrices (gate, up), each output is
+// swiglu(w[0] row . x, w[1] row . x).
 struct Segment {
   const std::uint8_t* w[2];
   float* y;
@@ -46,7 +57,8 @@ struct GemvArgs {
   std::size_t row_bytes;
   int cols;
   int slices;  // per row, decoded by D::decode; plain types read columns past them by D::value
-  const float* x;
+  const float* x;  // token t's vector at x + t * cols
+  int n_tokens;
 };
 
 template <int kLength>
@@ -60,27 +72,41 @@ __device__ __forceinline__ void load_x(const float* x, float (&out)[kLength]) {
   }
 }
 
-template <class D, int kMats>
+template <class D, int kMats, int kTokens>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
+  // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
+  // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
+  // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
+  int row_block = static_cast<int>(blockIdx.x), token0 = 0;
+  if constexpr (kTokens > 1) {
+    const int groups = (args.n_tokens + kTokens - 1) / kTokens;
+    token0 = row_block % groups * kTokens;
+    row_block /= groups;
+  }
   // The block's segment, by constant indices only: a computed index would copy args to local memory.
   Segment seg = args.segments[0];
 #pragma unroll
   for (int i = 1; i < kMaxSegments; ++i) {
-    if (i < args.n_segments && static_cast<int>(blockIdx.x) >= args.segments[i].first_block) seg = args.segments[i];
+    if (i < args.n_segments && row_block >= args.segments[i].first_block) seg = args.segments[i];
   }
-  constexpr int kRows = kRowsPerBlock<D, kMats>;
+  constexpr int kRows = kRowsPerBlock<D, kMats, kTokens>;
   constexpr int kUnroll = 2;  // iterations whose loads are in flight at once per thread
-  const int row0 = (static_cast<int>(blockIdx.x) - seg.first_block) * kRows;
+  const int row0 = (row_block - seg.first_block) * kRows;
   const int row_blocks = args.cols / D::kBlockElems;
-  // A block's spare rows past the end re-read the last row; their sums are dropped.
+  // A block's spare rows (and tokens) past the end re-read the last one; their sums are dropped.
   const std::uint8_t* rows[kMats][kRows];
 #pragma unroll
   for (int m = 0; m < kMats; ++m) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) rows[m][r] = seg.w[m] + static_cast<std::size_t>(min(row0 + r, seg.rows - 1)) * args.row_bytes;
   }
+  const float* x[kTokens];
+#pragma unroll
+  for (int k = 0; k < kTokens; ++k) {
+    x[k] = kTokens == 1 ? args.x : args.x + static_cast<std::size_t>(min(token0 + k, args.n_tokens - 1)) * args.cols;
+  }
   begin_dependent();
-  float acc[kMats][kRows] = {};
+  float acc[kMats][kRows][kTokens] = {};
 #pragma unroll kUnroll
   for (int s = threadIdx.x; s < args.slices; s += kThreads) {
     typename D::Slice slice[kMats][kRows];
@@ -91,63 +117,75 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
     }
 #pragma unroll
     for (int run = 0; run < D::kRuns; ++run) {
-      float xs[D::kRunLength];
-      load_x(args.x + slice[0][0].column[run], xs);  // a run's columns are the same in every row
-      float x_sum = 0.0f;
-      if constexpr (D::kHasBias) {
 #pragma unroll
-        for (int i = 0; i < D::kRunLength; ++i) x_sum += xs[i];
-      }
+      for (int k = 0; k < kTokens; ++k) {
+        float xs[D::kRunLength];
+        load_x(x[k] + slice[0][0].column[run], xs);  // a run's columns are the same in every row
+        float x_sum = 0.0f;
+        if constexpr (D::kHasBias) {
 #pragma unroll
-      for (int m = 0; m < kMats; ++m) {
+          for (int i = 0; i < D::kRunLength; ++i) x_sum += xs[i];
+        }
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          float dot = 0.0f;
+        for (int m = 0; m < kMats; ++m) {
 #pragma unroll
-          for (int i = 0; i < D::kRunLength; ++i) dot += slice[m][r].q[run][i] * xs[i];
-          acc[m][r] += slice[m][r].scale[run] * dot;
-          if constexpr (D::kHasBias) acc[m][r] += slice[m][r].bias[run] * x_sum;
+          for (int r = 0; r < kRows; ++r) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < D::kRunLength; ++i) dot += slice[m][r].q[run][i] * xs[i];
+            acc[m][r][k] += slice[m][r].scale[run] * dot;
+            if constexpr (D::kHasBias) acc[m][r][k] += slice[m][r].bias[run] * x_sum;
+          }
         }
       }
     }
   }
   if constexpr (D::kPlain) {
     for (int c = args.slices * D::kRunLength + threadIdx.x; c < args.cols; c += kThreads) {
-      const float xc = args.x[c];
 #pragma unroll
       for (int m = 0; m < kMats; ++m) {
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[m][r] += D::value(rows[m][r], c) * xc;
+        for (int r = 0; r < kRows; ++r) {
+          const float w = D::value(rows[m][r], c);
+#pragma unroll
+          for (int k = 0; k < kTokens; ++k) acc[m][r][k] += w * x[k][c];
+        }
       }
     }
   }
 
   // Sums within each warp, then across the block's warps through shared memory.
   constexpr int kWarps = kThreads / RF_WARP_SIZE;
-  __shared__ float partial[kWarps][kMats][kRows];
+  static_assert(kRows * kTokens <= kThreads);
+  __shared__ float partial[kWarps][kMats][kRows][kTokens];
   const int lane = static_cast<int>(threadIdx.x) % RF_WARP_SIZE, warp = static_cast<int>(threadIdx.x) / RF_WARP_SIZE;
 #pragma unroll
   for (int m = 0; m < kMats; ++m) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      float v = acc[m][r];
-      for (int mask = RF_WARP_SIZE / 2; mask > 0; mask /= 2) v += shuffle_xor(v, mask);
-      if (lane == 0) partial[warp][m][r] = v;
+#pragma unroll
+      for (int k = 0; k < kTokens; ++k) {
+        float v = acc[m][r][k];
+        for (int mask = RF_WARP_SIZE / 2; mask > 0; mask /= 2) v += shuffle_xor(v, mask);
+        if (lane == 0) partial[warp][m][r][k] = v;
+      }
     }
   }
   __syncthreads();
-  const int r = static_cast<int>(threadIdx.x);
-  if (r >= kRows || row0 + r >= seg.rows) return;
+  // Thread r + kRows * k writes row r of token k.
+  const int r = static_cast<int>(threadIdx.x) % kRows, k = static_cast<int>(threadIdx.x) / kRows;
+  if (k >= kTokens || row0 + r >= seg.rows || token0 + k >= args.n_tokens) return;
   float sums[kMats];
 #pragma unroll
   for (int m = 0; m < kMats; ++m) {
     sums[m] = 0.0f;
-    for (int w = 0; w < kWarps; ++w) sums[m] += partial[w][m][r];
+    for (int w = 0; w < kWarps; ++w) sums[m] += partial[w][m][r][k];
   }
+  float* y = seg.y + static_cast<std::size_t>(token0 + k) * seg.rows + row0 + r;
   if constexpr (kMats == 2) {
-    seg.y[row0 + r] = swiglu(sums[0], sums[1]);
+    *y = swiglu(sums[0], sums[1]);
   } else {
-    seg.y[row0 + r] = sums[0];
+    *y = sums[0];
   }
 }
 
@@ -157,18 +195,32 @@ struct Product {
   float* y;
 };
 
+// Calls f(std::integral_constant<int, kTokens>{}) for the fewest tokens per block that serve n.
+template <class F>
+void with_tokens_per_block(int n_tokens, F&& f) {
+  if (n_tokens == 1) return f(std::integral_constant<int, 1>{});
+  if (n_tokens == 2) return f(std::integral_constant<int, 2>{});
+  if (n_tokens <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, kMaxTokens>{});
+}
+
 // Checks the products against each other and x, and launches one kernel for all of them.
 template <int kMats>
-void launch_products(std::span<const Product> products, const float* x, gpuStream_t stream, const char* name) {
+void launch_products(std::span<const Product> products, const float* x, int n_tokens, gpuStream_t stream,
+                     const char* name) {
   require(!products.empty() && products.size() <= kMaxSegments, name, "between 1 and 3 products per launch");
   const WeightMatrix& first = *products[0].w[0];
   require(first.rows > 0 && first.cols > 0 && first.cols <= (1u << 30), name, "weight shape is empty or too large");
+  require(n_tokens >= 0 && n_tokens <= (1 << 24), name, "bad token count");
   require(is_aligned(x, 16), name, "x must be 16-byte aligned");
+  require(n_tokens <= 1 || first.cols % 4 == 0, name, "each token's x must be 16-byte aligned: columns a multiple of 4");
+  if (n_tokens == 0) return;
   GemvArgs args{};
   args.n_segments = static_cast<int>(products.size());
   args.row_bytes = row_bytes(first.dtype, first.cols);
   args.cols = static_cast<int>(first.cols);
   args.x = x;
+  args.n_tokens = n_tokens;
   for (std::size_t i = 0; i < products.size(); ++i) {
     Segment& seg = args.segments[i];
     for (int m = 0; m < kMats; ++m) {
@@ -182,36 +234,43 @@ void launch_products(std::span<const Product> products, const float* x, gpuStrea
   }
   with_decoder(first.dtype, [&](auto decoder) {
     using D = decltype(decoder);
-    int blocks = 0;
-    for (int i = 0; i < args.n_segments; ++i) {
-      args.segments[i].first_block = blocks;
-      blocks += (args.segments[i].rows + kRowsPerBlock<D, kMats> - 1) / kRowsPerBlock<D, kMats>;
-    }
     args.slices = args.cols;
     for (std::size_t i = 0; i < products.size(); ++i) {
       for (int m = 0; m < kMats; ++m) args.slices = std::min(args.slices, decodable_slices<D>(args.segments[i].w[m], args.cols, name));
     }
-    launch_dependent(gemv_kernel<D, kMats>, blocks, kThreads, 0, stream, args);
+    with_tokens_per_block(n_tokens, [&](auto tokens) {
+      constexpr int kTokens = decltype(tokens)::value;
+      constexpr int kRows = kRowsPerBlock<D, kMats, kTokens>;
+      int blocks = 0;
+      for (int i = 0; i < args.n_segments; ++i) {
+        args.segments[i].first_block = blocks;
+        blocks += (args.segments[i].rows + kRows - 1) / kRows;
+      }
+      const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
+      require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
+      launch_dependent(gemv_kernel<D, kMats, kTokens>, static_cast<unsigned>(grid), kThreads, 0, stream, args);
+    });
   });
 }
 
 }  // namespace
 
-void launch_gemv(const WeightMatrix& w, const float* x, float* y, gpuStream_t stream) {
+void launch_gemv(const WeightMatrix& w, const float* x, int n_tokens, float* y, gpuStream_t stream) {
   const Product product{{&w, nullptr}, y};
-  launch_products<1>(std::span(&product, 1), x, stream, "launch_gemv");
+  launch_products<1>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv");
 }
 
-void launch_gemv_group(std::span<const WeightProduct> group, const float* x, gpuStream_t stream) {
+void launch_gemv_group(std::span<const WeightProduct> group, const float* x, int n_tokens, gpuStream_t stream) {
   Product products[kMaxSegments];
   require(group.size() <= kMaxSegments, "launch_gemv_group", "at most 3 products per launch");
   for (std::size_t i = 0; i < group.size(); ++i) products[i] = {{&group[i].w, nullptr}, group[i].out};
-  launch_products<1>(std::span(products, group.size()), x, stream, "launch_gemv_group");
+  launch_products<1>(std::span(products, group.size()), x, n_tokens, stream, "launch_gemv_group");
 }
 
-void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, float* out, gpuStream_t stream) {
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, int n_tokens, float* out,
+                        gpuStream_t stream) {
   const Product product{{&gate, &up}, out};
-  launch_products<2>(std::span(&product, 1), x, stream, "launch_gemv_swiglu");
+  launch_products<2>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv_swiglu");
 }
 
 }  // namespace rf::gpu

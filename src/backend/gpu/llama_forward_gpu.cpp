@@ -41,6 +41,7 @@ int attention_span(int positions, int cache_positions) {
 // The most scratch attention needs in any step. Key ranges per token shrink as a step's tokens grow,
 // so this stays small (about 2 MiB for Llama 3 8B).
 std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
+  if (o.batch_invariant) return 0;  // one range per token: no partials
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   std::size_t most = 0;
   for (int n = 1; n <= o.max_batch_tokens; ++n) {
@@ -214,12 +215,19 @@ void LlamaForwardGpu::reserve_scratch(const StepShape& shape) {
   most_tokens_ = shape.n_tokens;
 }
 
+bool LlamaForwardGpu::gemv_serves(int n_tokens) const { return n_tokens == 1 || options_.batch_invariant; }
+
+AttentionPlan LlamaForwardGpu::attention_plan(const AttentionBatch& batch) const {
+  const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
+  return options_.batch_invariant ? plan_batch_invariant_attention(batch, heads) : plan_attention(batch, heads);
+}
+
 void LlamaForwardGpu::project(std::span<const WeightProduct> products, const float* x, int n_tokens) {
-  if (n_tokens > 1) return launch_gemm_group(*gemm_, products, x, n_tokens);
-  // Decode: one GEMV launch for the products that share a type (all of them but in some GGUF mixes).
+  if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x, n_tokens);
+  // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
   const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
-  if (shared) return launch_gemv_group(products, x, stream_.get());
-  for (const WeightProduct& p : products) launch_gemv(p.w, x, p.out, stream_.get());
+  if (shared) return launch_gemv_group(products, x, n_tokens, stream_.get());
+  for (const WeightProduct& p : products) launch_gemv(p.w, x, n_tokens, p.out, stream_.get());
 }
 
 void LlamaForwardGpu::project(const WeightMatrix& w, const float* x, int n_tokens, float* out) {
@@ -234,7 +242,7 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   const float eps = static_cast<float>(c.rms_norm_eps);
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   const AttentionBatch batch = attention_batch(shape);
-  clear_attention_workspace(plan_attention(batch, heads), batch, heads, attention_workspace_.data(), stream_.get());
+  clear_attention_workspace(attention_plan(batch), batch, heads, attention_workspace_.data(), stream_.get());
   launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get());
   // Each layer's last residual add is fused into the next norm.
   const float* residual = nullptr;
@@ -281,12 +289,12 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
   }
   const AttentionBatch batch = attention_batch(shape);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  launch_attention_planned(plan_attention(batch, heads), a.q, cache, batch, heads, scale, a.attn,
+  launch_attention_planned(attention_plan(batch), a.q, cache, batch, heads, scale, a.attn,
                            attention_workspace_.data(), stream, fused_rope);
   project(w.wo, a.attn, n, a.proj);
   launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream);
-  if (n == 1 && same_type(w.w_gate, w.w_up)) {
-    launch_gemv_swiglu(w.w_gate, w.w_up, a.normed, a.gate, stream);
+  if (gemv_serves(n) && same_type(w.w_gate, w.w_up)) {
+    launch_gemv_swiglu(w.w_gate, w.w_up, a.normed, n, a.gate, stream);
   } else {
     const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
     project(gate_up, a.normed, n);

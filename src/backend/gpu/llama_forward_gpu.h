@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/gpu/attention_kernels.h"
 #include "backend/gpu/device_buffer.h"
 #include "backend/gpu/device_sampler.h"
 #include "backend/gpu/device_weights.h"
@@ -29,6 +30,9 @@ struct GpuForwardOptions {
   int kv_blocks = 0;
   int max_batch_tokens = 512;
   bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
+  // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
+  // projections through the GEMV, all attention through the unsplit decode kernel. Prefill is slower.
+  bool batch_invariant = false;
 };
 
 class LlamaForwardGpu : public ForwardPass {
@@ -82,7 +86,10 @@ class LlamaForwardGpu : public ForwardPass {
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
   void launch_layer(int layer, const StepShape& shape, const float* residual);
-  // out = W x for n_tokens tokens: the GEMV for one, else the GEMM; products of one x go together.
+  // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
+  bool gemv_serves(int n_tokens) const;
+  AttentionPlan attention_plan(const AttentionBatch& batch) const;
+  // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
   void project(std::span<const WeightProduct> products, const float* x, int n_tokens);
   void project(const WeightMatrix& w, const float* x, int n_tokens, float* out);
   KvCacheLayer cache_layer(int layer);

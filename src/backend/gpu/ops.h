@@ -60,10 +60,13 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
-// y = W x for one vector: y[r] = sum_c W[r][c] * x[c], W in its stored type and device layout
-// (device_layout.h), decoded in registers. Quantized rows must be whole blocks, Q4_K's data 16-byte
-// aligned and x 16-byte aligned (device allocations are).
-void launch_gemv(const WeightMatrix& w, const float* x, float* y, gpuStream_t stream);
+// y = W x for each of n_tokens vectors: y[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], W in
+// its stored type and device layout (device_layout.h), decoded in registers, in fp32. Each token's
+// output has the same bits whatever n_tokens is (batch invariance). Quantized rows must be whole
+// blocks, Q4_K's data 16-byte aligned, x 16-byte aligned (device allocations are) and, for more than
+// one token, the column count a multiple of 4. Fast for the few tokens of a decode step; prefill
+// goes to launch_gemm.
+void launch_gemv(const WeightMatrix& w, const float* x, int n_tokens, float* y, gpuStream_t stream);
 
 // One product of a group that shares its input x: out = W x (per token).
 struct WeightProduct {
@@ -73,10 +76,11 @@ struct WeightProduct {
 
 // Up to three products of the same x in one launch (a layer's q, k and v): products[i].out =
 // products[i].w x. The matrices share their type and column count.
-void launch_gemv_group(std::span<const WeightProduct> products, const float* x, gpuStream_t stream);
+void launch_gemv_group(std::span<const WeightProduct> products, const float* x, int n_tokens, gpuStream_t stream);
 
-// out[r] = swiglu((W_gate x)[r], (W_up x)[r]): the FFN's gate and up products, SwiGLU fused.
-void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, float* out,
+// out[t * rows + r] = swiglu((W_gate x_t)[r], (W_up x_t)[r]): the FFN's gate and up products, SwiGLU
+// fused.
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, int n_tokens, float* out,
                         gpuStream_t stream);
 
 // ---- Declared for the next step; implemented in gemm*.cu / attention*.cu. ----

@@ -31,6 +31,8 @@ class Attention : public GpuTest {
       check(name + " portable/" + std::to_string(splits), problem, ref, AttentionPlan{false, splits}, kFp32Tolerance);
     }
     if (tensor_cores) check(name + " mma", problem, ref, AttentionPlan{true, 1}, kTensorCoreTolerance);
+    check(name + " batch-invariant", problem, ref, plan_batch_invariant_attention(problem.batch(), problem.shape),
+          kFp32Tolerance);
   }
 
   // One run: launch_attention when `plan` is empty, else launch_attention_planned with it, twice on
@@ -143,6 +145,34 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
         EXPECT_EQ(fused_values.download(), values.download()) << name << ": values in the cache";
       }
     }
+  }
+}
+
+// Under the batch-invariant plan, every token of a mixed batch (prefill chunks and decode tokens) gets
+// the bits it gets as the only token of a batch: the batch around it, and its bound on positions, leave
+// its output as it is.
+TEST_F(Attention, BatchInvariantPlanGivesEachTokenItsOwnBits) {
+  const std::vector<SequenceChunk> chunks = {{40, 77}, {299, 1}, {0, 33}, {700, 1}, {0, 1}};
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{16, 2, 96}, HeadShape{4, 2, 32}}) {
+    const AttentionProblem problem = make(shape, 7, chunks);
+    const AttentionBatch batch = problem.batch();
+    const AttentionPlan plan = plan_batch_invariant_attention(batch, shape);
+    const std::size_t q_dim = static_cast<std::size_t>(shape.n_heads) * shape.head_dim;
+    DeviceBuffer<float> together(problem.q.size()), alone(problem.q.size());
+    together.poison();
+    alone.poison();
+    launch_attention_planned(plan, problem.q_gpu.data(), problem.cache(), batch, shape, problem.scale(), together.data(),
+                             nullptr, stream());
+    const DeviceBuffer<std::int32_t> first_sequence(std::vector<std::int32_t>{0});
+    for (int t = 0; t < batch.n_tokens; ++t) {
+      const AttentionBatch one{batch.positions + t, first_sequence.data(),
+                               batch.block_tables + static_cast<std::size_t>(problem.seq[t]) * batch.max_blocks, 1,
+                               batch.max_blocks, batch.block_size, problem.positions[t] + 1};
+      launch_attention_planned(plan_batch_invariant_attention(one, shape), problem.q_gpu.data() + t * q_dim,
+                               problem.cache(), one, shape, problem.scale(), alone.data() + t * q_dim, nullptr, stream());
+    }
+    synchronize();
+    EXPECT_EQ(bits(together.download()), bits(alone.download())) << shape_name(shape);
   }
 }
 

@@ -74,7 +74,7 @@ TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
              const WeightProduct qkv[] = {{{DType::BF16, kHidden, kHidden, wq[l % wq.size()].data()}, q.data()},
                                           {{DType::BF16, 1024, kHidden, wk[l % wk.size()].data()}, k.data()},
                                           {{DType::BF16, 1024, kHidden, wv[l % wv.size()].data()}, v.data()}};
-             launch_gemv_group(qkv, x.data(), stream());
+             launch_gemv_group(qkv, x.data(), 1, stream());
            }), 6144.0 * kHidden * 2);
   }
   {
@@ -109,7 +109,7 @@ TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
   {
     auto wo = matrices(kHidden, kHidden);
     report("gemv o 4096x4096", time_in_graph([&](int l) {
-             launch_gemv({DType::BF16, kHidden, kHidden, wo[l % wo.size()].data()}, x.data(), out.data(), stream());
+             launch_gemv({DType::BF16, kHidden, kHidden, wo[l % wo.size()].data()}, x.data(), 1, out.data(), stream());
            }), 1.0 * kHidden * kHidden * 2);
   }
   report("rms_norm + residual", time_in_graph([&](int) {
@@ -119,13 +119,13 @@ TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
     auto gate = matrices(kFfn, kHidden), up = matrices(kFfn, kHidden);
     report("gemv gate,up + swiglu 2x14336x4096", time_in_graph([&](int l) {
              launch_gemv_swiglu({DType::BF16, kFfn, kHidden, gate[l % gate.size()].data()},
-                                {DType::BF16, kFfn, kHidden, up[l % up.size()].data()}, x.data(), out.data(), stream());
+                                {DType::BF16, kFfn, kHidden, up[l % up.size()].data()}, x.data(), 1, out.data(), stream());
            }), 2.0 * kFfn * kHidden * 2);
   }
   {
     auto down = matrices(kHidden, kFfn);
     report("gemv down 4096x14336", time_in_graph([&](int l) {
-             launch_gemv({DType::BF16, kHidden, kFfn, down[l % down.size()].data()}, x.data(), out.data(), stream());
+             launch_gemv({DType::BF16, kHidden, kFfn, down[l % down.size()].data()}, x.data(), 1, out.data(), stream());
            }), 1.0 * kHidden * kFfn * 2);
   }
   const double layer_bytes = (6144.0 + 4096 + 3 * 14336) * kHidden * 2;

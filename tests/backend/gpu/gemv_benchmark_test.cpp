@@ -1,6 +1,8 @@
-// Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time. Disabled
-// by default (a measurement, not a check); tools/gpu_check.sh runs it with --gtest_also_run_disabled_tests.
+// Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
+// token; and for a batch of 8 tokens, through the GEMV and through the GEMM. Disabled by default (a
+// measurement, not a check); tools/gpu_check.sh runs it with --gtest_also_run_disabled_tests.
 #include <algorithm>
+#include <memory>
 
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
@@ -20,21 +22,28 @@ constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
 class GemvBenchmark : public GpuTest {
  protected:
-  void bench_gemv(DType type, Shape shape, EventTimer& timer);
+  void bench_gemv(DType type, Shape shape, int tokens, bool gemm, EventTimer& timer);
+  std::unique_ptr<GemmContext> gemm_;  // made on first use: the stream exists from SetUp on
 };
 
-// One matrix shape and type: weights tiled from a few encoded rows into copies that together exceed
-// any L2, launched round-robin.
-void GemvBenchmark::bench_gemv(DType type, Shape shape, EventTimer& timer) {
+// One matrix shape and type, `tokens` vectors: weights tiled from a few encoded rows into copies that
+// together exceed any L2, launched round-robin.
+void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, bool gemm, EventTimer& timer) {
   const auto matrix = tiled_matrix(type, shape.rows, shape.cols);
   const std::size_t matrix_bytes = matrix.size();
   const std::size_t copies = std::max<std::size_t>(2, kWorkingSet / matrix_bytes);
   std::vector<DeviceBuffer<std::uint8_t>> weights;
   for (std::size_t i = 0; i < copies; ++i) weights.emplace_back(matrix);
-  DeviceBuffer<float> x(random_floats(shape.cols)), y(shape.rows);
+  DeviceBuffer<float> x(random_floats(shape.cols * tokens)), y(shape.rows * tokens);
 
   auto launch = [&](int i) {
-    launch_gemv({type, shape.rows, shape.cols, weights[i % copies].data()}, x.data(), y.data(), stream());
+    const WeightMatrix w{type, shape.rows, shape.cols, weights[i % copies].data()};
+    if (gemm) {
+      if (!gemm_) gemm_ = make_gemm_context(stream());
+      launch_gemm(*gemm_, w, x.data(), tokens, y.data());
+    } else {
+      launch_gemv(w, x.data(), tokens, y.data(), stream());
+    }
   };
   for (int i = 0; i < 3; ++i) launch(i);
   std::vector<float> ms;
@@ -43,10 +52,10 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, EventTimer& timer) {
     for (int i = 0; i < kLaunchesPerBatch; ++i) launch(i);
     ms.push_back(timer.stop_ms(stream()) / kLaunchesPerBatch);
   }
-  const double bytes = matrix_bytes + (shape.cols + shape.rows) * sizeof(float);
+  const double bytes = matrix_bytes + (shape.cols + shape.rows) * tokens * sizeof(float);
   const float t = median(ms);
-  std::printf("[  bench   ] gemv %-5s %5zux%-5zu %7.1f MB  median %7.1f us  %7.1f GB/s\n",
-              std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, bytes / 1e6, t * 1e3, bytes / t / 1e6);
+  std::printf("[  bench   ] %s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", gemm ? "gemm" : "gemv",
+              std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, tokens, bytes / 1e6, t * 1e3, bytes / t / 1e6);
 }
 
 TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
@@ -64,7 +73,12 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
   }
   for (const Shape& shape : kShapes) {
     for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
-      bench_gemv(type, shape, timer);
+      bench_gemv(type, shape, 1, false, timer);
+    }
+  }
+  for (const Shape& shape : kShapes) {
+    for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
+      for (const bool gemm : {false, true}) bench_gemv(type, shape, 8, gemm, timer);
     }
   }
 }

@@ -50,7 +50,7 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
     DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
     DeviceBuffer<float> x_gpu(x), y_gpu(c.rows);
     y_gpu.poison();
-    launch_gemv({c.type, c.rows, c.cols, w_gpu.data()}, x_gpu.data(), y_gpu.data(), stream());
+    launch_gemv({c.type, c.rows, c.cols, w_gpu.data()}, x_gpu.data(), 1, y_gpu.data(), stream());
     synchronize();
     expect_close("gemv " + describe(c.type, c.rows, c.cols), y_gpu.download(), reference_product(w, c.rows, c.cols, x),
                  kTolerance);
@@ -77,7 +77,7 @@ TEST_F(Gemv, GroupComputesEachProduct) {
       }
       const auto x = random_floats(cols);
       DeviceBuffer<float> x_gpu(x);
-      launch_gemv_group(outputs, x_gpu.data(), stream());
+      launch_gemv_group(outputs, x_gpu.data(), 1, stream());
       synchronize();
       for (std::size_t i = 0; i < w.size(); ++i) {
         expect_close("gemv group " + std::to_string(i) + " " + describe(type, rows[i], cols), y_gpu[i].download(),
@@ -96,7 +96,7 @@ TEST_F(Gemv, SwigluFusesGateAndUp) {
     DeviceBuffer<std::uint8_t> gate_gpu(gate.bytes), up_gpu(up.bytes);
     DeviceBuffer<float> x_gpu(x), out(rows);
     out.poison();
-    launch_gemv_swiglu({type, rows, cols, gate_gpu.data()}, {type, rows, cols, up_gpu.data()}, x_gpu.data(), out.data(),
+    launch_gemv_swiglu({type, rows, cols, gate_gpu.data()}, {type, rows, cols, up_gpu.data()}, x_gpu.data(), 1, out.data(),
                        stream());
     synchronize();
     const auto g = reference_product(gate, rows, cols, x), u = reference_product(up, rows, cols, x);
@@ -106,19 +106,67 @@ TEST_F(Gemv, SwigluFusesGateAndUp) {
   }
 }
 
+// Several tokens in one launch (each block's token count 2, 4 or 8, and more than one block of
+// tokens): every token's outputs have the bits a launch for that token alone gives, for plain
+// products, groups and the SwiGLU pair. This is what makes batching invisible in the answers.
+TEST_F(Gemv, EachTokenOfABatchGetsItsOwnBits) {
+  for (const DType type : kTypes) {
+    const std::size_t cols = dtype_info(type).block_elems == 256 ? 768 : 512;
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 300));
+    const auto a = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto b = encode_rows(type, random_floats(rows * cols), rows, cols);
+    DeviceBuffer<std::uint8_t> a_gpu(a.bytes), b_gpu(b.bytes);
+    const WeightMatrix wa{type, rows, cols, a_gpu.data()}, wb{type, rows, cols, b_gpu.data()};
+    for (const int n : {2, 3, 8, 13}) {
+      const auto x = random_floats(cols * n, -2.0f, 2.0f);
+      DeviceBuffer<float> x_gpu(x), product(rows * n), second(rows * n), swiglu(rows * n);
+      for (auto* out : {&product, &second, &swiglu}) out->poison();
+      const WeightProduct group[] = {{wa, product.data()}, {wb, second.data()}};
+      launch_gemv_group(group, x_gpu.data(), n, stream());
+      launch_gemv_swiglu(wa, wb, x_gpu.data(), n, swiglu.data(), stream());
+      DeviceBuffer<float> alone(rows * n), alone_second(rows * n), alone_swiglu(rows * n);
+      for (int t = 0; t < n; ++t) {
+        const std::size_t x_at = t * cols, y_at = t * rows;
+        launch_gemv(wa, x_gpu.data() + x_at, 1, alone.data() + y_at, stream());
+        launch_gemv(wb, x_gpu.data() + x_at, 1, alone_second.data() + y_at, stream());
+        launch_gemv_swiglu(wa, wb, x_gpu.data() + x_at, 1, alone_swiglu.data() + y_at, stream());
+      }
+      synchronize();
+      const std::string name = describe(type, rows, cols) + " x" + std::to_string(n);
+      EXPECT_EQ(bits(product.download()), bits(alone.download())) << name;
+      EXPECT_EQ(bits(second.download()), bits(alone_second.download())) << name;
+      EXPECT_EQ(bits(swiglu.download()), bits(alone_swiglu.download())) << name << " swiglu";
+      // And the batched products are right, not just equal.
+      const auto got = product.download();
+      for (const int t : {0, n - 1}) {
+        const std::vector<float> x_t(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+        const std::vector<float> y_t(got.begin() + t * rows, got.begin() + (t + 1) * rows);
+        expect_close("gemv " + name + " token " + std::to_string(t), y_t, reference_product(a, rows, cols, x_t), kTolerance);
+      }
+    }
+  }
+}
+
 TEST_F(Gemv, RejectsMixedTypesInOneLaunch) {
   DeviceBuffer<float> x(256), y(4);
   DeviceBuffer<std::uint8_t> w(4 * 1024);
   const WeightMatrix q8{DType::Q8_0, 2, 256, w.data()}, f16{DType::F16, 2, 256, w.data()};
-  EXPECT_THROW(launch_gemv_swiglu(q8, f16, x.data(), y.data(), stream()), Error);
+  EXPECT_THROW(launch_gemv_swiglu(q8, f16, x.data(), 1, y.data(), stream()), Error);
   const WeightProduct outputs[] = {{q8, y.data()}, {f16, y.data() + 2}};
-  EXPECT_THROW(launch_gemv_group(outputs, x.data(), stream()), Error);
+  EXPECT_THROW(launch_gemv_group(outputs, x.data(), 1, stream()), Error);
 }
 
 TEST_F(Gemv, RejectsRowsOfPartialBlocks) {
   DeviceBuffer<float> x(100), y(2);
   DeviceBuffer<std::uint8_t> w(2 * 1024);
-  EXPECT_THROW(launch_gemv({DType::Q4_K, 2, 100, w.data()}, x.data(), y.data(), stream()), Error);
+  EXPECT_THROW(launch_gemv({DType::Q4_K, 2, 100, w.data()}, x.data(), 1, y.data(), stream()), Error);
+}
+
+// A second token's x would start off the 16-byte alignment its vector loads need.
+TEST_F(Gemv, RejectsSeveralTokensOfUnalignedRows) {
+  DeviceBuffer<float> x(2 * 333), y(2 * 5);
+  DeviceBuffer<std::uint8_t> w(5 * 333 * 4);
+  EXPECT_THROW(launch_gemv({DType::F32, 5, 333, w.data()}, x.data(), 2, y.data(), stream()), Error);
 }
 
 }  // namespace

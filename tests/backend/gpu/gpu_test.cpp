@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "backend/cpu/quant.h"
 #include "backend/gpu/device_layout.h"
@@ -42,6 +43,12 @@ std::vector<float> GpuTest::random_floats(std::size_t n, float lo, float hi) {
 }
 
 int GpuTest::random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+
+std::vector<std::uint32_t> bits(const std::vector<float>& values) {
+  std::vector<std::uint32_t> out(values.size());
+  std::memcpy(out.data(), values.data(), values.size() * sizeof(float));
+  return out;
+}
 
 void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<double>& ref,
                   double tolerance) {

@@ -39,6 +39,9 @@ void expect_close(const std::string& what, const std::vector<float>& out, const 
 void expect_close(const std::string& what, const std::vector<float>& out, const std::vector<float>& ref,
                   double tolerance);
 
+// The values' bits, for checks that two paths agree exactly (where == would let -0 equal +0).
+std::vector<std::uint32_t> bits(const std::vector<float>& values);
+
 // `rows` rows of `cols` values stored as `type` (rf::cpu::quantize_row) in the device's layout
 // (backend/gpu/device_layout.h), and what they decode to.
 struct EncodedRows {
