@@ -126,10 +126,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   using Lanes = DecodeLanes<kHeadDim>;
   constexpr int kKeys = kHeads >= 8 ? 2 : 4;  // keys in flight per lane, within its registers
   constexpr int kStep = Lanes::kGroups * kKeys;
-  begin_dependent();
   const AttentionBatch& batch = p.batch;
   const int t = blockIdx.x;
-  if (!p.every_token && !alone_in_sequence(batch.seq, batch.n_tokens, t)) return;  // the prefill kernel's token
+  const bool alone = alone_in_sequence(batch.seq, batch.n_tokens, t);
+  if (!p.every_token && !alone) return;  // the prefill kernel's token
   const int group = p.shape.n_heads / p.shape.n_kv_heads;
   const int kv_head = blockIdx.y / p.head_chunks, first_in_group = blockIdx.y % p.head_chunks * kHeads;
   const int heads = min(kHeads, group - first_in_group);
@@ -141,6 +141,29 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   const int seq = batch.seq[t], position = batch.positions[t];
   const int begin = blockIdx.z * p.keys_per_split;
   const int end = min(position + 1, begin + p.keys_per_split);
+
+  // Key i's row of this lane's dims, when it exists (rows past the end are zeros).
+  auto load_key = [&](int i, uint4& k, uint4& v) {
+    k = v = make_uint4(0, 0, 0, 0);
+    if (i < end && reads) {
+      const std::size_t at = cache_row(batch, seq, i, kv_dim) + kv_head * kHeadDim + dim;
+      k = *reinterpret_cast<const uint4*>(p.cache.keys + at);
+      v = *reinterpret_cast<const uint4*>(p.cache.values + at);
+    }
+  };
+  // The first pass's keys load before the wait for the kernel before, overlapping its tail: a token
+  // alone in its sequence finds every position but its own in the cache since earlier steps. (What it
+  // reads here was written before the kernel two launches back completed, which it has once this
+  // kernel runs: dependent_launch.cuh. Its own position is this step's, loaded after.) One token at
+  // 128 positions (Llama 3 8B, H100): 10.5 -> 9.7 us. The registers cost a block per SM (128 -> 168
+  // at 4 heads a block), which batch 32's 512 blocks feel: 4,380 -> 4,322 tok/s.
+  uint4 first_k[kKeys], first_v[kKeys];
+#pragma unroll
+  for (int j = 0; j < kKeys; ++j) {
+    const int i = begin + key_group * kKeys + j;
+    load_key(alone && i != position ? i : end, first_k[j], first_v[j]);
+  }
+  begin_dependent();
 
   const bool fused_rope = p.rope.k != nullptr;
   const LaneRope<kHeadDim> rope = fused_rope && reads ? LaneRope<kHeadDim>(p.rope, position, dim) : LaneRope<kHeadDim>();
@@ -189,11 +212,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
     uint4 k_raw[kKeys], v_raw[kKeys];
 #pragma unroll
     for (int j = 0; j < kKeys; ++j) {
-      k_raw[j] = v_raw[j] = make_uint4(0, 0, 0, 0);
-      if (first + j < end && reads) {
-        const std::size_t at = cache_row(batch, seq, first + j, kv_dim) + kv_head * kHeadDim + dim;
-        k_raw[j] = *reinterpret_cast<const uint4*>(p.cache.keys + at);
-        v_raw[j] = *reinterpret_cast<const uint4*>(p.cache.values + at);
+      if (base == begin && alone && first + j != position) {
+        k_raw[j] = first_k[j], v_raw[j] = first_v[j];
+      } else {
+        load_key(first + j, k_raw[j], v_raw[j]);
       }
     }
     float s[kHeads][kKeys];

@@ -5,10 +5,12 @@
 // that kernel's tail. Decode runs hundreds of short kernels per token, each of which otherwise waits
 // for the last block of the one before to retire before its own first block starts.
 //
-// The contract: a kernel launched this way calls begin_dependent() before it touches memory that an
-// earlier kernel writes or reads. begin_dependent() waits until the previous kernel has completed
-// (which itself waited for the one before it) and then lets the next kernel launch. On HIP and older
-// NVIDIA GPUs launches are ordinary and begin_dependent() does nothing.
+// The contract: a kernel launched this way calls begin_dependent() before it touches memory that the
+// kernel before it writes or reads. begin_dependent() waits until the previous kernel has completed
+// (which itself waited for the one before it) and then lets the next kernel launch. So a kernel that
+// runs has seen the kernel two launches back complete, and may read before begin_dependent() what was
+// written before that (the decode attention's cached keys). On HIP and older NVIDIA GPUs launches are
+// ordinary and begin_dependent() does nothing.
 #include <cstddef>
 #include <utility>
 

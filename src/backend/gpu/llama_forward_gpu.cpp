@@ -39,14 +39,16 @@ int attention_span(int positions, int cache_positions) {
 }
 
 // The most scratch attention needs in any step. Key ranges per token shrink as a step's tokens grow,
-// so this stays small (about 2 MiB for Llama 3 8B).
+// so this stays small (about 2 MiB for Llama 3 8B), and steps from the first with one range on need none.
 std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
   if (o.batch_invariant) return 0;  // one range per token: no partials
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   std::size_t most = 0;
   for (int n = 1; n <= o.max_batch_tokens; ++n) {
     const AttentionBatch batch{nullptr, nullptr, nullptr, n, o.kv_blocks, o.block_size, o.kv_blocks * o.block_size};
-    most = std::max(most, attention_workspace_bytes(plan_attention(batch, heads), batch, heads));
+    const AttentionPlan plan = plan_attention(batch, heads);
+    if (plan.decode_splits == 1) break;
+    most = std::max(most, attention_workspace_bytes(plan, batch, heads));
   }
   return most;
 }
@@ -154,7 +156,7 @@ void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first
     const int first = row;
     while (row < rows && batch.logit_rows[row] < end) ++row;
     const StepShape shape = stage(batch, begin, end, first, row);
-    reserve_scratch(shape);
+    drop_graphs_if_gemm_grows(shape);
     if (decode && options_.graphs) {
       auto [graph, first_seen] = graphs_.try_emplace(shape);
       if (first_seen) {
@@ -208,7 +210,7 @@ AttentionBatch LlamaForwardGpu::attention_batch(const StepShape& shape) const {
           shape.max_positions};
 }
 
-void LlamaForwardGpu::reserve_scratch(const StepShape& shape) {
+void LlamaForwardGpu::drop_graphs_if_gemm_grows(const StepShape& shape) {
   if (shape.n_tokens <= most_tokens_) return;
   stream_.synchronize();  // nothing queued still uses the graphs
   graphs_.clear();

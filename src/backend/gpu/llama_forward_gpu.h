@@ -81,8 +81,8 @@ class LlamaForwardGpu : public ForwardPass {
   void run(const Batch& batch, const std::function<void(int first, int count)>& on_logits);
   // Uploads tokens [begin, end) of the batch with logit rows [first_row, end_row), and says their shape.
   StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
-  // Drops the graphs when a step of this shape may grow GemmContext's scratch (see below).
-  void reserve_scratch(const StepShape& shape);
+  // Drops the graphs when a step of this shape may grow GemmContext's operand copies (see below).
+  void drop_graphs_if_gemm_grows(const StepShape& shape);
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
   void launch_layer(int layer, const StepShape& shape, const float* residual);
