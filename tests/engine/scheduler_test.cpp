@@ -8,53 +8,19 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/generate.h"
-#include "engine/model_runner.h"
+#include "engine/scheduler_client.h"
 #include "util/error.h"
 
 namespace rf {
 namespace {
 
 using namespace std::chrono_literals;
+using serving_test::alone;
+using serving_test::collect;
+using serving_test::greedy;
+using serving_test::Outcome;
 
 const std::string kDemo = std::string(ROCMFORGE_SOURCE_DIR) + "/models/kjv-llama";
-
-struct Outcome {
-  std::vector<std::int32_t> tokens;
-  std::string text;
-  bool finished = false;
-  std::string error;
-  RequestUsage usage;
-};
-
-Outcome collect(RequestChannel& channel) {
-  Outcome out;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (auto& e : channel.take(100ms)) {
-      if (e.kind == StreamEvent::Kind::Text) {
-        if (e.token >= 0) out.tokens.push_back(e.token);
-        out.text += e.text;
-      } else {
-        out.finished = e.kind == StreamEvent::Kind::Finished;
-        out.error = e.text;
-        out.usage = e.usage;
-        return out;
-      }
-    }
-  }
-  out.error = "timed out";
-  return out;
-}
-
-GenerationRequest greedy(std::vector<std::int32_t> prompt, int max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.options.max_tokens = max_tokens;
-  r.options.ignore_eos = true;
-  r.options.sampling.temperature = 0;
-  return r;
-}
 
 template <class Condition>
 void wait_for(Condition condition) {
@@ -74,23 +40,8 @@ class SchedulerTest : public testing::Test {
   }
   std::vector<std::int32_t> encode(ModelRunner& runner, const std::string& text) { return runner.tokenizer().encode(text, true); }
 
-  const std::vector<std::string> prompts_ = {
-      "In the beginning", "And the LORD said unto Moses,", "Blessed are the", "The kingdom of heaven is like",
-      "And it came to pass", "Thou shalt not", "For God so loved", "Then Jesus answered and said unto them,"};
+  const std::vector<std::string>& prompts_ = serving_test::kDemoPrompts;
 };
-
-// The reference: each prompt alone, through the single-sequence generate().
-std::vector<std::vector<std::int32_t>> alone(ModelRunner& runner, const std::vector<std::vector<std::int32_t>>& prompts, int n) {
-  std::vector<std::vector<std::int32_t>> out;
-  for (const auto& p : prompts) {
-    GenerateOptions options;
-    options.max_tokens = n;
-    options.ignore_eos = true;
-    options.sampling.temperature = 0;
-    out.push_back(generate(runner, p, options).tokens);
-  }
-  return out;
-}
 
 TEST_F(SchedulerTest, ConcurrentGreedyRequestsGetWhatTheyGetAlone) {
   auto runner = make_runner(8192);

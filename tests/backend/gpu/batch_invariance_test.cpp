@@ -7,9 +7,7 @@
 
 #include "backend/gpu/llama_forward_gpu.h"
 #include "engine/backend_select.h"
-#include "engine/generate.h"
-#include "engine/model_runner.h"
-#include "engine/scheduler.h"
+#include "engine/scheduler_client.h"
 #include "gpu_test.h"
 
 namespace rf::gpu::test {
@@ -104,48 +102,24 @@ TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
 // The scheduler on the GPU, batch-invariant: staggered greedy requests, so that steps mix prefill
 // chunks and decode tokens, each get what generate() gives the same prompt alone.
 TEST_F(BatchInvariance, ConcurrentGreedyRequestsGetWhatTheyGetAlone) {
-  const std::vector<std::string> texts = {"In the beginning", "And the LORD said unto Moses,", "Blessed are the",
-                                          "The kingdom of heaven is like", "And it came to pass", "Thou shalt not",
-                                          "For God so loved", "Then Jesus answered and said unto them,"};
+  using serving_test::greedy;
   for (const std::string& model : {kModels[0], kModels[2]}) {
     ModelRunner runner(model, {.ctx_size = 256, .kv_cache_tokens = 4096, .max_batch_tokens = 64,
                                .device = built_backends().back(), .batch_invariant = true});
     constexpr int kTokens = 32;
-    GenerateOptions options;
-    options.max_tokens = kTokens;
-    options.ignore_eos = true;
-    options.sampling.temperature = 0;
-    std::vector<std::vector<std::int32_t>> prompts, expected;
-    for (const auto& text : texts) {
-      prompts.push_back(runner.tokenizer().encode(text, true));
-      expected.push_back(generate(runner, prompts.back(), options).tokens);
-    }
+    std::vector<std::vector<std::int32_t>> prompts;
+    for (const auto& text : serving_test::kDemoPrompts) prompts.push_back(runner.tokenizer().encode(text, true));
+    const auto expected = serving_test::alone(runner, prompts, kTokens);
     Scheduler scheduler(runner, {.step_tokens = 8});
     std::vector<std::shared_ptr<RequestChannel>> channels;
     for (const auto& prompt : prompts) {
-      GenerationRequest request;
-      request.prompt = prompt;
-      request.options.max_tokens = kTokens;
-      request.options.ignore_eos = true;
-      request.options.sampling.temperature = 0;
-      channels.push_back(scheduler.submit(std::move(request)));
+      channels.push_back(scheduler.submit(greedy(prompt, kTokens)));
       std::this_thread::sleep_for(2ms);
     }
     for (std::size_t i = 0; i < prompts.size(); ++i) {
-      std::vector<std::int32_t> got;
-      bool finished = false;
-      const auto deadline = std::chrono::steady_clock::now() + 60s;
-      while (!finished && std::chrono::steady_clock::now() < deadline) {
-        for (const auto& e : channels[i]->take(100ms)) {
-          if (e.kind == StreamEvent::Kind::Text && e.token >= 0) got.push_back(e.token);
-          if (e.kind != StreamEvent::Kind::Text) {
-            finished = true;
-            EXPECT_EQ(e.kind, StreamEvent::Kind::Finished) << e.text;
-          }
-        }
-      }
-      EXPECT_TRUE(finished) << texts[i];
-      EXPECT_EQ(got, expected[i]) << model << ": " << texts[i];
+      const serving_test::Outcome out = serving_test::collect(*channels[i]);
+      EXPECT_TRUE(out.finished) << serving_test::kDemoPrompts[i] << ": " << out.error;
+      EXPECT_EQ(out.tokens, expected[i]) << model << ": " << serving_test::kDemoPrompts[i];
     }
     EXPECT_GT(scheduler.metrics().batch_tokens.snapshot().sum / std::max<double>(1, scheduler.metrics().steps), 1.5)
         << "nothing was batched";
