@@ -10,6 +10,10 @@
 // (f32, f16, bf16) treat 16 bytes as a "block" of one slice, loaded at once; rows whose length is not
 // a whole number of such blocks are read element by element through value() instead.
 //
+// Q8_0 and Q4_0 also multiply int8 activations (QuantizedActivations, ops.h) by integer dot products
+// (kIntegerDot), a whole block at a time: load_codes() takes a block's quants as stored and its scale,
+// dot() their product with x's 32 codes of the same columns (x_sum: their sum, for Q4_0's offset).
+//
 // Layout: Q4_K and Q6_K rows are GGML's blocks as stored. Q8_0 and Q4_0 rows are split on upload
 // (device_layout.h): a row's quants first, 16-byte runs, then its block scales, so that a slice
 // is one 16-byte load. GGML's 18- and 34-byte blocks would allow 2-byte loads only.
@@ -22,6 +26,13 @@
 #include "formats/dtype.h"
 
 namespace rf::gpu {
+
+// A block's quants as stored (kVectors of 16 bytes), and its scale: the integer path's decode.
+template <int kVectors>
+struct Codes {
+  uint4 q[kVectors];
+  float scale;
+};
 
 template <int kRuns, int kRunLength>
 struct Slice {
@@ -77,6 +88,7 @@ template <class Elem, class Bits>
 struct PlainDecoder {
   static constexpr bool kPlain = true;
   static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerDot = false;
   static constexpr int kRuns = 1;
   static constexpr int kRunLength = 16 / sizeof(Elem);
   static constexpr int kBlockElems = kRunLength;
@@ -143,15 +155,35 @@ struct Decoder<DType::Q8_0> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
   static constexpr int kRuns = 1, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 2, kAlignment = 2;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = false;
   using Slice = gpu::Slice<kRuns, kRunLength>;
+  using Codes = gpu::Codes<2>;
 
   __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
     const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
     const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < 16; ++i) s.q[0][i] = detail::byte_to_float(words[i / 4] ^ 0x80808080u, i % 4, 128.0f);
-    s.scale[0] = detail::load_half(row + 32 * row_blocks + 2 * (slice / kSlicesPerBlock));
+    s.scale[0] = scale(row, row_blocks, slice / kSlicesPerBlock);
     s.column[0] = 16 * slice;
+  }
+  __device__ static float scale(const std::uint8_t* row, int row_blocks, int block) {
+    return detail::load_half(row + 32 * row_blocks + 2 * block);
+  }
+  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 32 * block);
+    c.q[1] = detail::load_16_bytes_any(row + 32 * block + 16);
+    c.scale = scale(row, row_blocks, block);
+  }
+  __device__ static int dot(const Codes& c, const int (&x)[8], int /*x_sum*/) {
+    int sum = 0;
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      const std::uint32_t words[4] = {c.q[v].x, c.q[v].y, c.q[v].z, c.q[v].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum = dot4_i8(static_cast<int>(words[j]), x[4 * v + j], sum);
+    }
+    return sum;
   }
 };
 
@@ -162,22 +194,39 @@ struct Decoder<DType::Q4_0> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
   static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 1, kAlignment = 2;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = true;
   using Slice = gpu::Slice<kRuns, kRunLength>;
+  using Codes = gpu::Codes<1>;
 
   __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
-    const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
-    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    Codes c;
+    load_codes(row, row_blocks, slice, c);
+    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
       s.q[0][i] = detail::byte_to_float(words[i / 4] & 0x0F0F0F0Fu, i % 4, 8.0f);
       s.q[1][i] = detail::byte_to_float((words[i / 4] >> 4) & 0x0F0F0F0Fu, i % 4, 8.0f);
     }
-    const float d = detail::load_half(row + 16 * row_blocks + 2 * slice);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      s.scale[r] = d;
+      s.scale[r] = c.scale;
       s.column[r] = kBlockElems * slice + 16 * r;
     }
+  }
+  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 16 * block);
+    c.scale = detail::load_half(row + 16 * row_blocks + 2 * block);
+  }
+  // Word j's low nibbles are elements 4j..4j+3, its high nibbles 16 + 4j..; sum (q - 8) x.
+  __device__ static int dot(const Codes& c, const int (&x)[8], int x_sum) {
+    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
+    int sum = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      sum = dot4_i8(static_cast<int>(words[j] & 0x0F0F0F0Fu), x[j], sum);
+      sum = dot4_i8(static_cast<int>((words[j] >> 4) & 0x0F0F0F0Fu), x[4 + j], sum);
+    }
+    return sum - 8 * x_sum;
   }
 };
 
@@ -188,6 +237,7 @@ struct Decoder<DType::Q4_K> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = true;
   static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
+  static constexpr bool kIntegerDot = false;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
   __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
@@ -227,6 +277,7 @@ struct Decoder<DType::Q6_K> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
   static constexpr int kRuns = 4, kRunLength = 4, kBlockElems = 256, kSlicesPerBlock = 16, kAlignment = 2;
+  static constexpr bool kIntegerDot = false;
   using Slice = gpu::Slice<kRuns, kRunLength>;
 
   __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
@@ -266,8 +317,6 @@ void with_decoder(DType type, F&& f) {
   }
   throw_bad_launch("with_decoder", "unknown weight type");
 }
-
-inline bool is_aligned(const void* p, int alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
 
 // How many slices of each row of `rows_data` (rows of `cols` columns) decode() reads; the columns past
 // them, in plain types only, go through value(). Throws when a quantized row cannot be read: its

@@ -7,6 +7,10 @@
 // using any. x is read once per slice and serves every row; it comes from L1, not shared memory,
 // so blocks need no barrier until their final reduction.
 //
+// Q8_0 and Q4_0 weights multiply x's int8 copy instead where the caller made one (kIntegerDot): a
+// block's quants go straight into dp4a with x's codes, with no decode to fp32, and x's reads from L1
+// shrink fourfold.
+//
 // A block multiplies its rows' slices with up to kTokens vectors (a batch's tokens), and each token's
 // sums are formed in the same order whatever kTokens is, so a token's output bits never depend on the
 // tokens beside it: batching leaves every answer as it is alone.
@@ -26,13 +30,16 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxSegments = 3;
+constexpr int kUnroll = 2;  // loop iterations whose loads are in flight at once per thread
 
 // Rows per block. A thread of a 4096-column row has 4 slices of 16 bytes to load per row in a 16-bit
 // type (8 columns a slice) but 1 in Q4_0 (32 columns), so Q4_0 takes 8 rows (alone, not with gate and
 // up, where 16 would need 168 registers): llama3-8b q4_0 decode went from 237 to 266 tok/s on an
 // H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us), and so
 // did Q4_0's 14336-column down projection with 4 (24.3 -> 28.3 us).
-// With several tokens, the sums take the registers: 4 rows (2 with gate and up).
+// With several tokens, the sums take the registers: 4 rows (2 with gate and up). The integer path for
+// one token picks its own (launch_products), measured on an H100 at 8/4/2/1 rows: Q4_0 gate/up shape
+// 13.9/12.7/12.4/18.5 us, down 18.2/16.0/16.0/13.4; Q8_0 24.8/24.2/23.5/21.8 and 29.3/25.7/25.7/23.5.
 template <class D, int kMats, int kTokens>
 inline constexpr int kRowsPerBlock =
     kTokens > 1 ? 4 / kMats : (std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4);
@@ -58,6 +65,7 @@ struct GemvArgs {
   int cols;
   int slices;  // per row, decoded by D::decode; plain types read columns past them by D::value
   const float* x;  // token t's vector at x + t * cols
+  QuantizedActivations rounded;  // the integer path's x
   int n_tokens;
 };
 
@@ -72,41 +80,11 @@ __device__ __forceinline__ void load_x(const float* x, float (&out)[kLength]) {
   }
 }
 
-template <class D, int kMats, int kTokens>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
-  // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
-  // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
-  // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
-  int row_block = static_cast<int>(blockIdx.x), token0 = 0;
-  if constexpr (kTokens > 1) {
-    const int groups = (args.n_tokens + kTokens - 1) / kTokens;
-    token0 = row_block % groups * kTokens;
-    row_block /= groups;
-  }
-  // The block's segment, by constant indices only: a computed index would copy args to local memory.
-  Segment seg = args.segments[0];
-#pragma unroll
-  for (int i = 1; i < kMaxSegments; ++i) {
-    if (i < args.n_segments && row_block >= args.segments[i].first_block) seg = args.segments[i];
-  }
-  constexpr int kRows = kRowsPerBlock<D, kMats, kTokens>;
-  constexpr int kUnroll = 2;  // iterations whose loads are in flight at once per thread
-  const int row0 = (row_block - seg.first_block) * kRows;
+// Adds each row's slices times each token's x to acc, decoding the weights to fp32.
+template <class D, int kMats, int kRows, int kTokens>
+__device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
+                                                   const float* const (&x)[kTokens], float (&acc)[kMats][kRows][kTokens]) {
   const int row_blocks = args.cols / D::kBlockElems;
-  // A block's spare rows (and tokens) past the end re-read the last one; their sums are dropped.
-  const std::uint8_t* rows[kMats][kRows];
-#pragma unroll
-  for (int m = 0; m < kMats; ++m) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) rows[m][r] = seg.w[m] + static_cast<std::size_t>(min(row0 + r, seg.rows - 1)) * args.row_bytes;
-  }
-  const float* x[kTokens];
-#pragma unroll
-  for (int k = 0; k < kTokens; ++k) {
-    x[k] = kTokens == 1 ? args.x : args.x + static_cast<std::size_t>(min(token0 + k, args.n_tokens - 1)) * args.cols;
-  }
-  begin_dependent();
-  float acc[kMats][kRows][kTokens] = {};
 #pragma unroll kUnroll
   for (int s = threadIdx.x; s < args.slices; s += kThreads) {
     typename D::Slice slice[kMats][kRows];
@@ -152,6 +130,85 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
         }
       }
     }
+  }
+}
+
+// The same sums from the rows' quants and x's int8 codes, a block of 32 columns at a time: an integer
+// dot product scaled by the weights' and x's block scales.
+template <class D, int kMats, int kRows, int kTokens>
+__device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
+                                                   const int (&tokens)[kTokens], float (&acc)[kMats][kRows][kTokens]) {
+  static_assert(D::kBlockElems == 32, "a weight block spans one block of x's codes");
+  const int row_blocks = args.cols / D::kBlockElems;
+#pragma unroll kUnroll
+  for (int block = threadIdx.x; block < row_blocks; block += kThreads) {
+    typename D::Codes codes[kMats][kRows];
+#pragma unroll
+    for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) D::load_codes(rows[m][r], row_blocks, block, codes[m][r]);
+    }
+#pragma unroll
+    for (int k = 0; k < kTokens; ++k) {
+      const std::size_t at = static_cast<std::size_t>(tokens[k]) * row_blocks + block;
+      const auto* words = reinterpret_cast<const int4*>(args.rounded.codes + 32 * at);
+      int x_codes[8];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int4 w = words[j];
+        x_codes[4 * j] = w.x, x_codes[4 * j + 1] = w.y, x_codes[4 * j + 2] = w.z, x_codes[4 * j + 3] = w.w;
+      }
+      const float x_scale = args.rounded.scales[at];
+      const int x_sum = D::kUsesCodeSum ? args.rounded.code_sums[at] : 0;
+#pragma unroll
+      for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          acc[m][r][k] += codes[m][r].scale * x_scale * static_cast<float>(D::dot(codes[m][r], x_codes, x_sum));
+        }
+      }
+    }
+  }
+}
+
+template <class D, int kMats, int kTokens, int kRows, bool kInteger>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
+  // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
+  // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
+  // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
+  int row_block = static_cast<int>(blockIdx.x), token0 = 0;
+  if constexpr (kTokens > 1) {
+    const int groups = (args.n_tokens + kTokens - 1) / kTokens;
+    token0 = row_block % groups * kTokens;
+    row_block /= groups;
+  }
+  // The block's segment, by constant indices only: a computed index would copy args to local memory.
+  Segment seg = args.segments[0];
+#pragma unroll
+  for (int i = 1; i < kMaxSegments; ++i) {
+    if (i < args.n_segments && row_block >= args.segments[i].first_block) seg = args.segments[i];
+  }
+  const int row0 = (row_block - seg.first_block) * kRows;
+  // A block's spare rows (and tokens) past the end re-read the last one; their sums are dropped.
+  const std::uint8_t* rows[kMats][kRows];
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) rows[m][r] = seg.w[m] + static_cast<std::size_t>(min(row0 + r, seg.rows - 1)) * args.row_bytes;
+  }
+  int tokens[kTokens];
+  const float* x[kTokens];
+#pragma unroll
+  for (int k = 0; k < kTokens; ++k) {
+    tokens[k] = kTokens == 1 ? 0 : min(token0 + k, args.n_tokens - 1);
+    x[k] = args.x + static_cast<std::size_t>(tokens[k]) * args.cols;
+  }
+  begin_dependent();
+  float acc[kMats][kRows][kTokens] = {};
+  if constexpr (kInteger) {
+    accumulate_integer<D>(args, rows, tokens, acc);
+  } else {
+    accumulate_decoded<D>(args, rows, x, acc);
   }
 
   // Sums within each warp, then across the block's warps through shared memory.
@@ -206,20 +263,22 @@ void with_tokens_per_block(int n_tokens, F&& f) {
 
 // Checks the products against each other and x, and launches one kernel for all of them.
 template <int kMats>
-void launch_products(std::span<const Product> products, const float* x, int n_tokens, gpuStream_t stream,
+void launch_products(std::span<const Product> products, GemvInput x, int n_tokens, gpuStream_t stream,
                      const char* name) {
   require(!products.empty() && products.size() <= kMaxSegments, name, "between 1 and 3 products per launch");
   const WeightMatrix& first = *products[0].w[0];
   require(first.rows > 0 && first.cols > 0 && first.cols <= (1u << 30), name, "weight shape is empty or too large");
   require(n_tokens >= 0 && n_tokens <= (1 << 24), name, "bad token count");
-  require(is_aligned(x, 16), name, "x must be 16-byte aligned");
+  const bool integer = x.rounded.codes && gemv_reads_rounded(first.dtype);
+  require(integer ? is_aligned(x.rounded.codes, 16) : is_aligned(x.x, 16), name, "x must be 16-byte aligned");
   require(n_tokens <= 1 || first.cols % 4 == 0, name, "each token's x must be 16-byte aligned: columns a multiple of 4");
   if (n_tokens == 0) return;
   GemvArgs args{};
   args.n_segments = static_cast<int>(products.size());
   args.row_bytes = row_bytes(first.dtype, first.cols);
   args.cols = static_cast<int>(first.cols);
-  args.x = x;
+  args.x = x.x;
+  args.rounded = x.rounded;
   args.n_tokens = n_tokens;
   for (std::size_t i = 0; i < products.size(); ++i) {
     Segment& seg = args.segments[i];
@@ -240,34 +299,55 @@ void launch_products(std::span<const Product> products, const float* x, int n_to
     }
     with_tokens_per_block(n_tokens, [&](auto tokens) {
       constexpr int kTokens = decltype(tokens)::value;
-      constexpr int kRows = kRowsPerBlock<D, kMats, kTokens>;
-      int blocks = 0;
-      for (int i = 0; i < args.n_segments; ++i) {
-        args.segments[i].first_block = blocks;
-        blocks += (args.segments[i].rows + kRows - 1) / kRows;
+      auto launch = [&](auto rows_per_block, auto integer_dot) {
+        constexpr int kRows = decltype(rows_per_block)::value;
+        int blocks = 0;
+        for (int i = 0; i < args.n_segments; ++i) {
+          args.segments[i].first_block = blocks;
+          blocks += (args.segments[i].rows + kRows - 1) / kRows;
+        }
+        const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
+        require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
+        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, decltype(integer_dot)::value>, static_cast<unsigned>(grid),
+                         kThreads, 0, stream, args);
+      };
+      if constexpr (D::kIntegerDot) {
+        if (integer && kTokens == 1) {
+          // Integer dot products leave a block little arithmetic, so more, smaller blocks keep more
+          // loads in flight: one row per block where that is 4 KiB or more, else two (four for short rows).
+          const std::size_t bytes = kMats * args.row_bytes;
+          if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
+          if (bytes >= 2048) return launch(std::integral_constant<int, 2>{}, std::true_type{});
+          return launch(std::integral_constant<int, 4>{}, std::true_type{});
+        }
+        if (integer) return launch(std::integral_constant<int, kRowsPerBlock<D, kMats, kTokens>>{}, std::true_type{});
       }
-      const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
-      require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
-      launch_dependent(gemv_kernel<D, kMats, kTokens>, static_cast<unsigned>(grid), kThreads, 0, stream, args);
+      launch(std::integral_constant<int, kRowsPerBlock<D, kMats, kTokens>>{}, std::false_type{});
     });
   });
 }
 
 }  // namespace
 
-void launch_gemv(const WeightMatrix& w, const float* x, int n_tokens, float* y, gpuStream_t stream) {
+bool gemv_reads_rounded(DType type) {
+  bool integer = false;
+  with_decoder(type, [&](auto decoder) { integer = decltype(decoder)::kIntegerDot; });
+  return integer;
+}
+
+void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream) {
   const Product product{{&w, nullptr}, y};
   launch_products<1>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv");
 }
 
-void launch_gemv_group(std::span<const WeightProduct> group, const float* x, int n_tokens, gpuStream_t stream) {
+void launch_gemv_group(std::span<const WeightProduct> group, GemvInput x, int n_tokens, gpuStream_t stream) {
   Product products[kMaxSegments];
   require(group.size() <= kMaxSegments, "launch_gemv_group", "at most 3 products per launch");
   for (std::size_t i = 0; i < group.size(); ++i) products[i] = {{&group[i].w, nullptr}, group[i].out};
   launch_products<1>(std::span(products, group.size()), x, n_tokens, stream, "launch_gemv_group");
 }
 
-void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, int n_tokens, float* out,
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvInput x, int n_tokens, float* out,
                         gpuStream_t stream) {
   const Product product{{&gate, &up}, out};
   launch_products<2>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv_swiglu");

@@ -53,6 +53,22 @@ std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOption
   return most;
 }
 
+// The int8 copy of a GEMV's input holds the tokens the GEMV serves (one, or a whole step when
+// batch-invariant) of the widest input.
+struct RoundedShape {
+  std::size_t tokens, cols;
+};
+
+RoundedShape rounded_shape(const ModelConfig& c, const GpuForwardOptions& o) {
+  return {static_cast<std::size_t>(o.batch_invariant ? o.max_batch_tokens : 1),
+          static_cast<std::size_t>(std::max({c.hidden_size, c.q_dim(), c.intermediate_size}))};
+}
+
+std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
+  const RoundedShape shape = rounded_shape(c, o);
+  return quantized_activations_bytes(shape.tokens, shape.cols);
+}
+
 // Whether two matrices of one input can go to one GEMV launch (GGUF mixes types within a layer).
 bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype == b.dtype && a.cols == b.cols; }
 
@@ -75,6 +91,9 @@ LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& 
   layout(config, options.max_batch_tokens, activation_storage_.data(), &activations_);
   layout(options.max_batch_tokens, options.kv_blocks, input_storage_.data(), &inputs_);
   attention_workspace_ = DeviceBuffer<std::uint8_t>(attention_scratch_bytes(config, options));
+  rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
+  const RoundedShape rounded = rounded_shape(config, options);
+  rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
 }
 
 LlamaForwardGpu::~LlamaForwardGpu() = default;
@@ -84,7 +103,8 @@ MemoryFootprint LlamaForwardGpu::footprint(const ModelConfig& config, std::size_
   // Norms and biases are left out: kilobytes beside the matrices.
   return {weight_bytes, kv_cache_elements(config, options) * sizeof(std::uint16_t),
           layout(config, options.max_batch_tokens, nullptr, nullptr) * sizeof(float) +
-              layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr) * sizeof(std::int32_t)};
+              layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr) * sizeof(std::int32_t) +
+              rounded_bytes(config, options)};
 }
 
 std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* base, Activations* out) {
@@ -219,20 +239,24 @@ void LlamaForwardGpu::drop_graphs_if_gemm_grows(const StepShape& shape) {
 
 bool LlamaForwardGpu::gemv_serves(int n_tokens) const { return n_tokens == 1 || options_.batch_invariant; }
 
+QuantizedActivations LlamaForwardGpu::rounding_for(const WeightMatrix& w, int n_tokens) const {
+  return gemv_serves(n_tokens) && gemv_reads_rounded(w.dtype) ? rounded_ : QuantizedActivations{};
+}
+
 AttentionPlan LlamaForwardGpu::attention_plan(const AttentionBatch& batch) const {
   const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
   return options_.batch_invariant ? plan_batch_invariant_attention(batch, heads) : plan_attention(batch, heads);
 }
 
-void LlamaForwardGpu::project(std::span<const WeightProduct> products, const float* x, int n_tokens) {
-  if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x, n_tokens);
+void LlamaForwardGpu::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
+  if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x.x, n_tokens);
   // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
   const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
   if (shared) return launch_gemv_group(products, x, n_tokens, stream_.get());
   for (const WeightProduct& p : products) launch_gemv(p.w, x, n_tokens, p.out, stream_.get());
 }
 
-void LlamaForwardGpu::project(const WeightMatrix& w, const float* x, int n_tokens, float* out) {
+void LlamaForwardGpu::project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out) {
   const WeightProduct product{w, out};
   project(std::span(&product, 1), x, n_tokens);
 }
@@ -244,28 +268,31 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   const float eps = static_cast<float>(c.rms_norm_eps);
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   const AttentionBatch batch = attention_batch(shape);
-  clear_attention_workspace(attention_plan(batch), batch, heads, attention_workspace_.data(), stream_.get());
+  const AttentionPlan plan = attention_plan(batch);
+  clear_attention_workspace(plan, batch, heads, attention_workspace_.data(), stream_.get());
   launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get());
   // Each layer's last residual add is fused into the next norm.
   const float* residual = nullptr;
   for (int l = 0; l < c.n_layers; ++l) {
-    launch_layer(l, shape, residual);
+    launch_layer(l, shape, plan, residual);
     residual = a.proj;
   }
   if (shape.n_logits == 0) return;
-  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get());
   // Logit rows are increasing: as many as tokens means every token, in order; else gather them
-  // (an embedding lookup is a row gather of any matrix).
+  // (an embedding lookup is a row gather of any matrix), and the gathered rows are not rounded.
+  const bool every_token = shape.n_logits == n;
+  const QuantizedActivations rounded = every_token ? rounding_for(weights_.output, n) : QuantizedActivations{};
+  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get(), rounded);
   const float* logit_input = a.normed;
-  if (shape.n_logits < n) {
+  if (!every_token) {
     const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n), static_cast<std::size_t>(c.hidden_size), a.normed};
     launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, stream_.get());
     logit_input = a.logit_in;
   }
-  project(weights_.output, logit_input, shape.n_logits, a.logits);
+  project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
 }
 
-void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const float* residual) {
+void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan, const float* residual) {
   const auto& c = config_;
   const DeviceLayer& w = weights_.layers[layer];
   const Activations& a = activations_;
@@ -274,9 +301,11 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   gpuStream_t stream = stream_.get();
 
-  launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream);
+  // A GEMV that reads int8 x gets it from the norm before it, or from a rounding pass of its own.
+  QuantizedActivations rounded = rounding_for(w.wq, n);
+  launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream, rounded);
   const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
-  project(qkv, a.normed, n);
+  project(qkv, {a.normed, rounded}, n);
   if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), stream);
   if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), stream);
   if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
@@ -289,20 +318,24 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const floa
     launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,
                           cache, stream);
   }
-  const AttentionBatch batch = attention_batch(shape);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  launch_attention_planned(attention_plan(batch), a.q, cache, batch, heads, scale, a.attn,
-                           attention_workspace_.data(), stream, fused_rope);
-  project(w.wo, a.attn, n, a.proj);
-  launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream);
+  launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
+                           stream, fused_rope);
+  rounded = rounding_for(w.wo, n);
+  if (rounded.codes) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
+  project(w.wo, {a.attn, rounded}, n, a.proj);
+  rounded = rounding_for(w.w_gate, n);
+  launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream, rounded);
   if (gemv_serves(n) && same_type(w.w_gate, w.w_up)) {
-    launch_gemv_swiglu(w.w_gate, w.w_up, a.normed, n, a.gate, stream);
+    launch_gemv_swiglu(w.w_gate, w.w_up, {a.normed, rounded}, n, a.gate, stream);
   } else {
     const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
-    project(gate_up, a.normed, n);
+    project(gate_up, {a.normed, rounded}, n);
     launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, stream);
   }
-  project(w.w_down, a.gate, n, a.proj);
+  rounded = rounding_for(w.w_down, n);
+  if (rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, rounded, stream);
+  project(w.w_down, {a.gate, rounded}, n, a.proj);
 }
 
 DeviceCeilings LlamaForwardGpu::measure_ceilings() {

@@ -85,13 +85,16 @@ class LlamaForwardGpu : public ForwardPass {
   void drop_graphs_if_gemm_grows(const StepShape& shape);
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
-  void launch_layer(int layer, const StepShape& shape, const float* residual);
+  void launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan, const float* residual);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
+  // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
+  // step's buffer for it; else none.
+  QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
   AttentionPlan attention_plan(const AttentionBatch& batch) const;
   // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
-  void project(std::span<const WeightProduct> products, const float* x, int n_tokens);
-  void project(const WeightMatrix& w, const float* x, int n_tokens, float* out);
+  void project(std::span<const WeightProduct> products, GemvInput x, int n_tokens);
+  void project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out);
   KvCacheLayer cache_layer(int layer);
 
   const ModelConfig& config_;
@@ -109,6 +112,9 @@ class LlamaForwardGpu : public ForwardPass {
   DeviceSampler sampler_;
   // The attention's split partials, for any step (allocated once: graphs hold its address).
   DeviceBuffer<std::uint8_t> attention_workspace_;
+  // The int8 copy of a GEMV's input, for as many tokens as the GEMV serves.
+  DeviceBuffer<std::uint8_t> rounded_storage_;
+  QuantizedActivations rounded_;
   // GemmContext's operand copies grow with the steps (up to most_tokens_ tokens). Growing moves them,
   // and graphs hold their address: they are dropped then. Only a step of a shape not seen before,
   // which runs eagerly, grows them.

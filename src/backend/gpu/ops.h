@@ -19,10 +19,29 @@ namespace rf::gpu {
 void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
                       gpuStream_t stream);
 
+// Activations rounded to int8 for the GEMV's integer dot products, as llama.cpp's Q8_1: each token's
+// values in blocks of 32 columns, value c of block b ~= scales[b] * codes[c], with scale = max |x| / 127
+// and the block's code sum (which carries Q4_0's offset of 8). Token t's codes start at
+// codes + t * cols, its scales and sums at t * cols / 32; cols is a multiple of 32.
+struct QuantizedActivations {
+  std::int8_t* codes = nullptr;
+  float* scales = nullptr;
+  std::int32_t* code_sums = nullptr;
+};
+
+// The three arrays of a buffer for up to `tokens` tokens of up to `cols` values, and its size in bytes.
+QuantizedActivations quantized_activations_at(void* base, std::size_t tokens, std::size_t cols);
+std::size_t quantized_activations_bytes(std::size_t tokens, std::size_t cols);
+
+// out = x rounded as QuantizedActivations describes, for n_tokens rows of cols values.
+void launch_quantize_activations(const float* x, int n_tokens, int cols, QuantizedActivations out, gpuStream_t stream);
+
 // For each of `rows` rows of n values: x += residual (when residual is not null), then
-// out = x / rms(x) * weight: the residual update fused with the next norm. out may alias x.
+// out = x / rms(x) * weight: the residual update fused with the next norm. out may alias x. Where
+// `rounded` has codes, out is also rounded into it (launch_quantize_activations), in the same pass
+// where rows fit in registers.
 void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
-                     gpuStream_t stream);
+                     gpuStream_t stream, QuantizedActivations rounded = {});
 
 struct HeadShape {
   int n_heads;     // query heads
@@ -60,13 +79,27 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
+// A GEMV's input: x, and where the caller made one, its int8 copy (launch_quantize_activations).
+// Q8_0 and Q4_0 weights multiply the copy by integer dot products (a fifth of the instructions per
+// weight of decoding to fp32; the result moves by x's rounding, relative 1e-3 to 1e-2, as in
+// llama.cpp); other types read x.
+struct GemvInput {
+  const float* x;
+  QuantizedActivations rounded{};
+  GemvInput(const float* x) : x(x) {}  // implicit: most inputs are x alone
+  GemvInput(const float* x, QuantizedActivations rounded) : x(x), rounded(rounded) {}
+};
+
+// Whether launch_gemv of w reads a GemvInput's int8 copy.
+bool gemv_reads_rounded(DType type);
+
 // y = W x for each of n_tokens vectors: y[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], W in
 // its stored type and device layout (device_layout.h), decoded in registers, in fp32. Each token's
 // output has the same bits whatever n_tokens is (batch invariance). Quantized rows must be whole
 // blocks, Q4_K's data 16-byte aligned, x 16-byte aligned (device allocations are) and, for more than
 // one token, the column count a multiple of 4. Fast for the few tokens of a decode step; prefill
 // goes to launch_gemm.
-void launch_gemv(const WeightMatrix& w, const float* x, int n_tokens, float* y, gpuStream_t stream);
+void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream);
 
 // One product of a group that shares its input x: out = W x (per token).
 struct WeightProduct {
@@ -76,11 +109,11 @@ struct WeightProduct {
 
 // Up to three products of the same x in one launch (a layer's q, k and v): products[i].out =
 // products[i].w x. The matrices share their type and column count.
-void launch_gemv_group(std::span<const WeightProduct> products, const float* x, int n_tokens, gpuStream_t stream);
+void launch_gemv_group(std::span<const WeightProduct> products, GemvInput x, int n_tokens, gpuStream_t stream);
 
 // out[t * rows + r] = swiglu((W_gate x_t)[r], (W_up x_t)[r]): the FFN's gate and up products, SwiGLU
 // fused.
-void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x, int n_tokens, float* out,
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvInput x, int n_tokens, float* out,
                         gpuStream_t stream);
 
 // ---- Declared for the next step; implemented in gemm*.cu / attention*.cu. ----

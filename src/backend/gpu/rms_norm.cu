@@ -2,6 +2,7 @@
 #include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
+#include "backend/gpu/quantize_activations.cuh"
 #include "backend/gpu/reduce.cuh"
 
 namespace rf::gpu {
@@ -33,7 +34,7 @@ constexpr int kMaxVectors = 8;
 
 template <int kThreads>
 __device__ void rms_norm_row_in_registers(float* x, const float* residual, const float* weight, int n, float eps,
-                                          float* out) {
+                                          float* out, QuantizedActivations rounded, std::size_t first_vector) {
   const int vectors = n / 4;
   float4 v[kMaxVectors];
   float sum_sq = 0.0f;
@@ -56,11 +57,16 @@ __device__ void rms_norm_row_in_registers(float* x, const float* residual, const
   const float scale = 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
 #pragma unroll
   for (int j = 0; j < kMaxVectors; ++j) {
+    if (j * kThreads >= vectors) break;  // the same for the whole block
     const int i = static_cast<int>(threadIdx.x) + j * kThreads;
-    if (i >= vectors) continue;
-    const float4 w = reinterpret_cast<const float4*>(weight)[i];
-    reinterpret_cast<float4*>(out)[i] =
-        make_float4(v[j].x * scale * w.x, v[j].y * scale * w.y, v[j].z * scale * w.z, v[j].w * scale * w.w);
+    const bool has_values = i < vectors;
+    float4 normed = make_float4(0, 0, 0, 0);
+    if (has_values) {
+      const float4 w = reinterpret_cast<const float4*>(weight)[i];
+      normed = make_float4(v[j].x * scale * w.x, v[j].y * scale * w.y, v[j].z * scale * w.z, v[j].w * scale * w.w);
+      reinterpret_cast<float4*>(out)[i] = normed;
+    }
+    if (rounded.codes) round_to_int8<kThreads>(normed, has_values, first_vector + i, rounded);
   }
 }
 
@@ -69,12 +75,13 @@ constexpr int kRowThreads = 256;
 constexpr int kHeadThreads = kMaxWarpSize;
 
 template <int kThreads, bool kInRegisters>
-__global__ void __launch_bounds__(kThreads)
-    rms_norm_kernel(float* x, const float* residual, const float* weight, int n, float eps, float* out) {
+__global__ void __launch_bounds__(kThreads) rms_norm_kernel(float* x, const float* residual, const float* weight, int n,
+                                                            float eps, float* out, QuantizedActivations rounded) {
   begin_dependent();
   const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
   if constexpr (kInRegisters) {
-    rms_norm_row_in_registers<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
+    rms_norm_row_in_registers<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset,
+                                        rounded, offset / 4);
   } else {
     rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
   }
@@ -94,13 +101,16 @@ __global__ void __launch_bounds__(kThreads) qk_norm_kernel(float* q, float* k, c
 }  // namespace
 
 void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
-                     gpuStream_t stream) {
+                     gpuStream_t stream, QuantizedActivations rounded) {
   require(rows >= 0 && n > 0, "launch_rms_norm", "empty rows or negative row count");
   if (rows == 0) return;
   const bool vectors = n % 4 == 0 && n <= kRowThreads * 4 * kMaxVectors &&
                        [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out);
+  // Rounding in the same pass needs whole blocks of 32 in registers; else it is a pass of its own.
+  const bool round_here = rounded.codes && vectors && n % 32 == 0;
   launch_dependent(vectors ? rms_norm_kernel<kRowThreads, true> : rms_norm_kernel<kRowThreads, false>, rows, kRowThreads,
-                   0, stream, x, residual, weight, n, eps, out);
+                   0, stream, x, residual, weight, n, eps, out, round_here ? rounded : QuantizedActivations{});
+  if (rounded.codes && !round_here) launch_quantize_activations(out, rows, n, rounded, stream);
 }
 
 void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,

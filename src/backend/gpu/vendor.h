@@ -150,6 +150,20 @@ __device__ __forceinline__ float shuffle_xor(float v, int lane_mask) {
 #endif
 }
 
+// c plus the dot product of the four signed bytes of a with those of b: one instruction on NVIDIA
+// (dp4a) and on the AMD targets that have v_dot4_i32_i8 (CDNA, RDNA2), four multiply-adds elsewhere.
+__device__ __forceinline__ int dot4_i8(int a, int b, int c) {
+#if defined(ROCMFORGE_GPU_CUDA)
+  return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1030__)
+  return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+  for (int i = 0; i < 32; i += 8) c += static_cast<signed char>(a >> i) * static_cast<signed char>(b >> i);
+  return c;
+#endif
+}
+
 __device__ __forceinline__ float half_bits_to_float(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
 __device__ __forceinline__ unsigned short float_to_half_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
 

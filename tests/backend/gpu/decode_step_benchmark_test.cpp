@@ -1,6 +1,8 @@
 // What one decode step of the Llama 3.1 8B shape spends per kernel: each launch of a layer's step
-// (bf16 weights, one token, 128 cached positions) replayed 32 times in a captured graph, as the
-// decoder replays its layers, with weight copies that together exceed L2. The sum over a layer,
+// (bf16, Q8_0 and Q4_0 weights, one token, 128 cached positions) replayed 32 times in a captured
+// graph, as the decoder replays its layers, with weight copies that together exceed L2. Q8_0 and
+// Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, and in passes of
+// their own before o and down. The sum over a layer,
 // times 32, against rocmforge bench's tg figure, says how much of a step is kernels and how much is
 // the gaps between them. Disabled by default (a measurement); tools/gpu_check.sh runs it.
 #include <algorithm>
@@ -23,15 +25,28 @@ constexpr int kHidden = 4096, kFfn = 14336, kPositions = 128;
 constexpr HeadShape kHeads{32, 8, 128};
 constexpr std::size_t kWorkingSet = std::size_t{1} << 29;
 
+// Copies of a random matrix, together past any L2; the l-th layer's.
+class Matrices {
+ public:
+  Matrices(DType type, std::size_t rows, std::size_t cols, const std::vector<std::uint8_t>& matrix)
+      : type_(type), rows_(rows), cols_(cols) {
+    for (std::size_t bytes = 0; bytes < kWorkingSet || copies_.size() < 2; bytes += matrix.size()) copies_.emplace_back(matrix);
+  }
+  WeightMatrix operator[](int l) const { return {type_, rows_, cols_, copies_[l % copies_.size()].data()}; }
+  double bytes() const { return static_cast<double>(copies_[0].bytes()); }
+
+ private:
+  DType type_;
+  std::size_t rows_, cols_;
+  std::vector<DeviceBuffer<std::uint8_t>> copies_;
+};
+
 class DecodeStepBenchmark : public GpuTest {
  protected:
-  // Copies of a random bf16 matrix, together past any L2.
-  std::vector<DeviceBuffer<std::uint8_t>> matrices(std::size_t rows, std::size_t cols) {
-    const auto matrix = tiled_matrix(DType::BF16, rows, cols);
-    std::vector<DeviceBuffer<std::uint8_t>> copies;
-    for (std::size_t bytes = 0; bytes < kWorkingSet || copies.size() < 2; bytes += matrix.size()) copies.emplace_back(matrix);
-    return copies;
+  Matrices matrices(DType type, std::size_t rows, std::size_t cols) {
+    return Matrices(type, rows, cols, tiled_matrix(type, rows, cols));
   }
+  void layer(DType type);
 
   // Median microseconds per launch of launch(layer) over kLayers launches replayed as one graph.
   float time_in_graph(const std::function<void(int layer)>& launch) {
@@ -60,22 +75,41 @@ class DecodeStepBenchmark : public GpuTest {
   float total_us_ = 0;
 };
 
-TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
+void DecodeStepBenchmark::layer(DType type) {
+  total_us_ = 0;
+  std::printf("[  bench   ] decode step, %s weights\n", std::string(dtype_name(type)).c_str());
   DeviceBuffer<float> x(random_floats(kFfn)), residual(random_floats(kHidden)), norm(random_floats(kHidden));
   DeviceBuffer<float> out(kFfn), q(kHeads.n_heads * kHeads.head_dim), k(kHidden), v(kHidden);
+  RoundedBuffer rounded(1, kFfn);
+  const bool integer = gemv_reads_rounded(type);
+  const GemvInput input = integer ? GemvInput{x.data(), rounded.view()} : GemvInput{x.data()};
+  launch_quantize_activations(x.data(), 1, kFfn, rounded.view(), stream());
   const float eps = 1e-5f;
-  report("rms_norm + residual", time_in_graph([&](int) {
-           launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream());
-         }), 0);
+  auto norm_step = [&] {
+    report(integer ? "rms_norm + residual, rounded to int8" : "rms_norm + residual", time_in_graph([&](int) {
+             launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream(),
+                             integer ? rounded.view() : QuantizedActivations{});
+           }), 0);
+  };
+  // The rounding pass of an input of n values (the copy the GEMV then reads stays the same).
+  auto rounding_step = [&](int n) {
+    if (!integer) return;
+    DeviceBuffer<float> copy(random_floats(n));
+    RoundedBuffer scratch(1, n);
+    report("round " + std::to_string(n) + " values to int8", time_in_graph([&](int) {
+             launch_quantize_activations(copy.data(), 1, n, scratch.view(), stream());
+           }), 0);
+  };
+  double layer_bytes = 0;
+  norm_step();
   {
     const int kv_dim = kHeads.n_kv_heads * kHeads.head_dim;
-    auto wq = matrices(kHidden, kHidden), wk = matrices(kv_dim, kHidden), wv = matrices(kv_dim, kHidden);
+    const Matrices wq = matrices(type, kHidden, kHidden), wk = matrices(type, kv_dim, kHidden), wv = matrices(type, kv_dim, kHidden);
     report("gemv q,k,v 6144x4096", time_in_graph([&](int l) {
-             const WeightProduct qkv[] = {{{DType::BF16, kHidden, kHidden, wq[l % wq.size()].data()}, q.data()},
-                                          {{DType::BF16, 1024, kHidden, wk[l % wk.size()].data()}, k.data()},
-                                          {{DType::BF16, 1024, kHidden, wv[l % wv.size()].data()}, v.data()}};
-             launch_gemv_group(qkv, x.data(), 1, stream());
-           }), 6144.0 * kHidden * 2);
+             const WeightProduct qkv[] = {{wq[l], q.data()}, {wk[l], k.data()}, {wv[l], v.data()}};
+             launch_gemv_group(qkv, input, 1, stream());
+           }), wq.bytes() + wk.bytes() + wv.bytes());
+    layer_bytes += wq.bytes() + wk.bytes() + wv.bytes();
   }
   {
     const AttentionProblem problem(kHeads, 16, {{kPositions - 1, 1}},
@@ -106,32 +140,34 @@ TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
              }), 0, false);
     }
   }
+  rounding_step(kHeads.n_heads * kHeads.head_dim);
   {
-    auto wo = matrices(kHidden, kHidden);
-    report("gemv o 4096x4096", time_in_graph([&](int l) {
-             launch_gemv({DType::BF16, kHidden, kHidden, wo[l % wo.size()].data()}, x.data(), 1, out.data(), stream());
-           }), 1.0 * kHidden * kHidden * 2);
+    const Matrices wo = matrices(type, kHidden, kHidden);
+    report("gemv o 4096x4096", time_in_graph([&](int l) { launch_gemv(wo[l], input, 1, out.data(), stream()); }), wo.bytes());
+    layer_bytes += wo.bytes();
   }
-  report("rms_norm + residual", time_in_graph([&](int) {
-           launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream());
-         }), 0);
+  norm_step();
   {
-    auto gate = matrices(kFfn, kHidden), up = matrices(kFfn, kHidden);
+    const Matrices gate = matrices(type, kFfn, kHidden), up = matrices(type, kFfn, kHidden);
     report("gemv gate,up + swiglu 2x14336x4096", time_in_graph([&](int l) {
-             launch_gemv_swiglu({DType::BF16, kFfn, kHidden, gate[l % gate.size()].data()},
-                                {DType::BF16, kFfn, kHidden, up[l % up.size()].data()}, x.data(), 1, out.data(), stream());
-           }), 2.0 * kFfn * kHidden * 2);
+             launch_gemv_swiglu(gate[l], up[l], input, 1, out.data(), stream());
+           }), gate.bytes() + up.bytes());
+    layer_bytes += gate.bytes() + up.bytes();
   }
+  rounding_step(kFfn);
   {
-    auto down = matrices(kHidden, kFfn);
-    report("gemv down 4096x14336", time_in_graph([&](int l) {
-             launch_gemv({DType::BF16, kHidden, kFfn, down[l % down.size()].data()}, x.data(), 1, out.data(), stream());
-           }), 1.0 * kHidden * kFfn * 2);
+    const Matrices down = matrices(type, kHidden, kFfn);
+    report("gemv down 4096x14336", time_in_graph([&](int l) { launch_gemv(down[l], input, 1, out.data(), stream()); }),
+           down.bytes());
+    layer_bytes += down.bytes();
   }
-  const double layer_bytes = (6144.0 + 4096 + 3 * 14336) * kHidden * 2;
   std::printf("[  bench   ] decode step: one layer %.1f us for %.1f MB of weights; "
               "x %d layers = %.2f ms before the output head and sampling\n",
               total_us_, layer_bytes / 1e6, kLayers, total_us_ * kLayers / 1e3);
+}
+
+TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
+  for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) layer(type);
 }
 
 }  // namespace

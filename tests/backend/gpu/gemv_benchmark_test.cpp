@@ -1,5 +1,6 @@
 // Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
-// token; and for a batch of 8 tokens, through the GEMV and through the GEMM. Disabled by default (a
+// token (Q8_0 and Q4_0 also from x's int8 copy); and for a batch of 8 tokens, through the GEMV and
+// through the GEMM. Disabled by default (a
 // measurement, not a check); tools/gpu_check.sh runs it with --gtest_also_run_disabled_tests.
 #include <algorithm>
 #include <memory>
@@ -20,29 +21,35 @@ constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight 
 // the median over several such batches.
 constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
+// The GEMV from fp32 x, the GEMV from x's int8 copy, or the prefill GEMM.
+enum class Path { kGemv, kGemvInt8, kGemm };
+
 class GemvBenchmark : public GpuTest {
  protected:
-  void bench_gemv(DType type, Shape shape, int tokens, bool gemm, EventTimer& timer);
+  void bench_gemv(DType type, Shape shape, int tokens, Path path, EventTimer& timer);
   std::unique_ptr<GemmContext> gemm_;  // made on first use: the stream exists from SetUp on
 };
 
 // One matrix shape and type, `tokens` vectors: weights tiled from a few encoded rows into copies that
 // together exceed any L2, launched round-robin.
-void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, bool gemm, EventTimer& timer) {
+void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, EventTimer& timer) {
   const auto matrix = tiled_matrix(type, shape.rows, shape.cols);
   const std::size_t matrix_bytes = matrix.size();
   const std::size_t copies = std::max<std::size_t>(2, kWorkingSet / matrix_bytes);
   std::vector<DeviceBuffer<std::uint8_t>> weights;
   for (std::size_t i = 0; i < copies; ++i) weights.emplace_back(matrix);
   DeviceBuffer<float> x(random_floats(shape.cols * tokens)), y(shape.rows * tokens);
+  RoundedBuffer x_rounded(tokens, shape.cols);
+  launch_quantize_activations(x.data(), tokens, static_cast<int>(shape.cols), x_rounded.view(), stream());
 
   auto launch = [&](int i) {
     const WeightMatrix w{type, shape.rows, shape.cols, weights[i % copies].data()};
-    if (gemm) {
+    if (path == Path::kGemm) {
       if (!gemm_) gemm_ = make_gemm_context(stream());
       launch_gemm(*gemm_, w, x.data(), tokens, y.data());
     } else {
-      launch_gemv(w, x.data(), tokens, y.data(), stream());
+      const GemvInput input = path == Path::kGemvInt8 ? GemvInput{x.data(), x_rounded.view()} : GemvInput{x.data()};
+      launch_gemv(w, input, tokens, y.data(), stream());
     }
   };
   for (int i = 0; i < 3; ++i) launch(i);
@@ -54,7 +61,8 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, bool gemm, E
   }
   const double bytes = matrix_bytes + (shape.cols + shape.rows) * tokens * sizeof(float);
   const float t = median(ms);
-  std::printf("[  bench   ] %s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", gemm ? "gemm" : "gemv",
+  const char* name = path == Path::kGemm ? "gemm" : path == Path::kGemvInt8 ? "gemv-i8" : "gemv";
+  std::printf("[  bench   ] %-7s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", name,
               std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, tokens, bytes / 1e6, t * 1e3, bytes / t / 1e6);
 }
 
@@ -73,12 +81,13 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
   }
   for (const Shape& shape : kShapes) {
     for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
-      bench_gemv(type, shape, 1, false, timer);
+      bench_gemv(type, shape, 1, Path::kGemv, timer);
+      if (gemv_reads_rounded(type)) bench_gemv(type, shape, 1, Path::kGemvInt8, timer);
     }
   }
   for (const Shape& shape : kShapes) {
     for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
-      for (const bool gemm : {false, true}) bench_gemv(type, shape, 8, gemm, timer);
+      for (const Path path : {Path::kGemv, Path::kGemm}) bench_gemv(type, shape, 8, path, timer);
     }
   }
 }

@@ -38,7 +38,7 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
   const Case cases[] = {
       {DType::F32, 1037, 4096},  {DType::F32, 37, 1001},  {DType::F16, 1037, 4096}, {DType::F16, 5, 333},
       {DType::BF16, 1037, 4096}, {DType::BF16, 3, 7},     {DType::Q8_0, 1037, 4096}, {DType::Q8_0, 37, 96},
-      {DType::Q4_0, 1037, 4096}, {DType::Q4_0, 1, 96},    {DType::Q4_K, 1037, 4096}, {DType::Q4_K, 37, 768},
+      {DType::Q4_0, 1037, 4096}, {DType::Q4_0, 5, 96},    {DType::Q4_K, 1037, 4096}, {DType::Q4_K, 37, 768},
       {DType::Q6_K, 1037, 4096}, {DType::Q6_K, 37, 768},
       // Long rows, and row counts that leave a block's last rows spare.
       {DType::F32, 37, 8196},    {DType::F16, 5, 9001},   {DType::Q8_0, 3, 4160},    {DType::Q4_K, 37, 14336},
@@ -142,6 +142,61 @@ TEST_F(Gemv, EachTokenOfABatchGetsItsOwnBits) {
         const std::vector<float> x_t(x.begin() + t * cols, x.begin() + (t + 1) * cols);
         const std::vector<float> y_t(got.begin() + t * rows, got.begin() + (t + 1) * rows);
         expect_close("gemv " + name + " token " + std::to_string(t), y_t, reference_product(a, rows, cols, x_t), kTolerance);
+      }
+    }
+  }
+}
+
+// Q8_0 and Q4_0 given x's int8 copy: the products of the weights with the values the codes stand for
+// (integer sums, exact, then two scales: fp32's tolerance), within x's rounding (about 4e-3, as
+// llama.cpp's) of the products with x itself, and each token's bits what it gets alone.
+TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
+  constexpr double kRoundingTolerance = 1e-2;
+  struct Case {
+    std::size_t rows, cols;
+    int tokens;
+  };
+  // 96 columns: rows of 3 blocks, 2-byte aligned only; 14336: the down projection's rows.
+  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1}, {6, 14336, 1}, {300, 512, 3}, {19, 4096, 8}};
+  for (const DType type : {DType::Q8_0, DType::Q4_0}) {
+    for (const auto& c : cases) {
+      const auto a = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
+      const auto b = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
+      const auto x = random_floats(c.cols * c.tokens, -2.0f, 2.0f);
+      const RoundedValues rounded = round_to_int8(x);
+      DeviceBuffer<std::uint8_t> a_gpu(a.bytes), b_gpu(b.bytes);
+      const WeightMatrix wa{type, c.rows, c.cols, a_gpu.data()}, wb{type, c.rows, c.cols, b_gpu.data()};
+      DeviceBuffer<float> x_gpu(x), product(c.rows * c.tokens), second(c.rows * c.tokens), swiglu(c.rows * c.tokens);
+      RoundedBuffer x_rounded(c.tokens, c.cols);
+      for (auto* out : {&product, &second, &swiglu}) out->poison();
+      launch_quantize_activations(x_gpu.data(), c.tokens, c.cols, x_rounded.view(), stream());
+      const GemvInput input{x_gpu.data(), x_rounded.view()};
+      const WeightProduct group[] = {{wa, product.data()}, {wb, second.data()}};
+      launch_gemv_group(group, input, c.tokens, stream());
+      launch_gemv_swiglu(wa, wb, input, c.tokens, swiglu.data(), stream());
+      DeviceBuffer<float> alone(c.rows * c.tokens);
+      for (int t = 0; t < c.tokens; ++t) {
+        const QuantizedActivations v = x_rounded.view();
+        const std::size_t blocks = t * c.cols / 32;
+        const GemvInput token{x_gpu.data() + t * c.cols, {v.codes + t * c.cols, v.scales + blocks, v.code_sums + blocks}};
+        launch_gemv(wa, token, 1, alone.data() + t * c.rows, stream());
+      }
+      synchronize();
+      const std::string name = describe(type, c.rows, c.cols) + " x" + std::to_string(c.tokens);
+      EXPECT_EQ(bits(product.download()), bits(alone.download())) << name;
+      const auto got = product.download(), got_second = second.download(), got_swiglu = swiglu.download();
+      for (int t = 0; t < c.tokens; ++t) {
+        auto token_of = [&](const auto& v, std::size_t n) { return std::vector<float>(v.begin() + t * n, v.begin() + (t + 1) * n); };
+        const auto x_t = token_of(x, c.cols), rounded_t = token_of(rounded.values, c.cols);
+        const auto y_t = token_of(got, c.rows), second_t = token_of(got_second, c.rows);
+        const std::string token = name + " token " + std::to_string(t);
+        expect_close("int8 gemv " + token, y_t, reference_product(a, c.rows, c.cols, rounded_t), kTolerance);
+        expect_close("int8 gemv group " + token, second_t, reference_product(b, c.rows, c.cols, rounded_t), kTolerance);
+        expect_close("int8 gemv " + token + " vs exact x", y_t, reference_product(a, c.rows, c.cols, x_t), kRoundingTolerance);
+        const auto g = reference_product(a, c.rows, c.cols, rounded_t), u = reference_product(b, c.rows, c.cols, rounded_t);
+        std::vector<double> ref(c.rows);
+        for (std::size_t r = 0; r < c.rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+        expect_close("int8 gemv swiglu " + token, token_of(got_swiglu, c.rows), ref, kTolerance);
       }
     }
   }

@@ -99,4 +99,43 @@ EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_
   return encoded;
 }
 
+RoundedValues round_to_int8(const std::vector<float>& x) {
+  constexpr std::size_t kBlock = 32;
+  RoundedValues r{std::vector<std::int8_t>(x.size()), {}, {}, std::vector<float>(x.size())};
+  for (std::size_t b = 0; b < x.size() / kBlock; ++b) {
+    float largest = 0.0f;
+    for (std::size_t i = b * kBlock; i < (b + 1) * kBlock; ++i) largest = std::max(largest, std::abs(x[i]));
+    const float scale = largest / 127.0f;
+    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+    std::int32_t sum = 0;
+    for (std::size_t i = b * kBlock; i < (b + 1) * kBlock; ++i) {
+      r.codes[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inverse));  // to nearest, ties to even
+      sum += r.codes[i];
+      r.values[i] = scale * r.codes[i];
+    }
+    r.scales.push_back(scale);
+    r.code_sums.push_back(sum);
+  }
+  return r;
+}
+
+RoundedBuffer::RoundedBuffer(std::size_t tokens, std::size_t cols)
+    : values_(tokens * cols), storage_(quantized_activations_bytes(tokens, cols)),
+      view_(quantized_activations_at(storage_.data(), tokens, cols)) {}
+
+RoundedValues RoundedBuffer::download() const {
+  const std::vector<std::uint8_t> bytes = storage_.download();
+  auto part = [&](const void* device, std::size_t count, auto* out) {
+    out->resize(count);
+    const std::size_t offset = static_cast<const std::uint8_t*>(device) - storage_.data();
+    std::memcpy(out->data(), bytes.data() + offset, count * sizeof((*out)[0]));
+  };
+  RoundedValues r;
+  part(view_.codes, values_, &r.codes);
+  part(view_.scales, values_ / 32, &r.scales);
+  part(view_.code_sums, values_ / 32, &r.code_sums);
+  for (std::size_t i = 0; i < values_; ++i) r.values.push_back(r.scales[i / 32] * r.codes[i]);
+  return r;
+}
+
 }  // namespace rf::gpu::test

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/gpu/device_buffer.h"
+#include "backend/gpu/ops.h"
 #include "formats/dtype.h"
 
 namespace rf::gpu::test {
@@ -49,5 +50,29 @@ struct EncodedRows {
   std::vector<float> decoded;
 };
 EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols);
+
+// Values rounded to int8 as QuantizedActivations (backend/gpu/ops.h) describes: codes, each block
+// of 32's scale and code sum, and what the codes stand for (scale * code). round_to_int8 is the
+// host reference of the GPU's rounding; RoundedBuffer holds the GPU's.
+struct RoundedValues {
+  std::vector<std::int8_t> codes;
+  std::vector<float> scales;
+  std::vector<std::int32_t> code_sums;
+  std::vector<float> values;
+};
+RoundedValues round_to_int8(const std::vector<float>& x);  // x.size() a multiple of 32
+
+class RoundedBuffer {
+ public:
+  RoundedBuffer(std::size_t tokens, std::size_t cols);
+  QuantizedActivations view() { return view_; }
+  RoundedValues download() const;
+  void poison() { storage_.poison(); }
+
+ private:
+  std::size_t values_;
+  DeviceBuffer<std::uint8_t> storage_;
+  QuantizedActivations view_;
+};
 
 }  // namespace rf::gpu::test
