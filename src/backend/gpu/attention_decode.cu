@@ -10,8 +10,8 @@
 // merges them, in range order, so that the result does not depend on which block that is.
 //
 // With a DecodeRope, the kernel also does launch_rope_kv_append's work for its tokens: it rotates q as
-// it loads it, and the block whose range holds the token's own position rotates the new key and
-// appends it and the value to the cache before it reads its keys.
+// it loads it, and the block whose range holds the token's own position rotates the new key, appends
+// it and the value to the cache, and reads them from shared memory rather than back from the cache.
 #include <algorithm>
 #include <bit>
 
@@ -163,10 +163,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
     const int i = begin + key_group * kKeys + j;
     load_key(alone && i != position ? i : end, first_k[j], first_v[j]);
   }
-  begin_dependent();
-
+  // RoPE's angles come from the position and the inverse frequencies alone: their sines and cosines
+  // are computed before the wait too.
   const bool fused_rope = p.rope.k != nullptr;
   const LaneRope<kHeadDim> rope = fused_rope && reads ? LaneRope<kHeadDim>(p.rope, position, dim) : LaneRope<kHeadDim>();
+  begin_dependent();
+
   float q[kHeads][8];
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -182,17 +184,22 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
 #pragma unroll
     for (int i = 0; i < 8; ++i) q[h][i] = values[i] * p.q_scale;
   }
-  if (fused_rope && begin <= position && position < end) {
-    // This range holds the new position: its key and value go to the cache first (each block of the
-    // KV head that reads them writes the same bits), read back below like the others.
+  // This range holds the new position: its key and value go to the cache (each block of the KV head
+  // that reads them writes the same bits) and, as the same f16 bits, to shared memory, where the lanes
+  // that take that position read them instead of waiting on the cache.
+  const bool own_here = fused_rope && begin <= position && position < end;
+  __shared__ uint4 own_k[kHeadDim / 8], own_v[kHeadDim / 8];
+  if (own_here) {
     if (key_group == 0 && reads) {
       const std::size_t from = static_cast<std::size_t>(t) * kv_dim + kv_head * kHeadDim;
       const std::size_t to = static_cast<std::size_t>(p.rope.slots[t]) * kv_dim + kv_head * kHeadDim + dim;
       float k[8], v[8];
       rope.rotate(p.rope.k + from, k);
       load_8(p.rope.v + from + dim, v);
-      *reinterpret_cast<uint4*>(p.cache.keys + to) = pack_halves(k);
-      *reinterpret_cast<uint4*>(p.cache.values + to) = pack_halves(v);
+      own_k[lane] = pack_halves(k);
+      own_v[lane] = pack_halves(v);
+      *reinterpret_cast<uint4*>(p.cache.keys + to) = own_k[lane];
+      *reinterpret_cast<uint4*>(p.cache.values + to) = own_v[lane];
     }
     __syncthreads();
   }
@@ -212,7 +219,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
     uint4 k_raw[kKeys], v_raw[kKeys];
 #pragma unroll
     for (int j = 0; j < kKeys; ++j) {
-      if (base == begin && alone && first + j != position) {
+      if (own_here && first + j == position) {
+        k_raw[j] = reads ? own_k[lane] : make_uint4(0, 0, 0, 0);
+        v_raw[j] = reads ? own_v[lane] : make_uint4(0, 0, 0, 0);
+      } else if (base == begin && alone && first + j != position) {
         k_raw[j] = first_k[j], v_raw[j] = first_v[j];
       } else {
         load_key(first + j, k_raw[j], v_raw[j]);

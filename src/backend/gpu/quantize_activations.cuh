@@ -19,10 +19,11 @@ __device__ void round_to_int8(float4 values, bool has_values, std::size_t vector
                     __float2int_rn(values.z * inverse), __float2int_rn(values.w * inverse)};
   // Sums of at most 32 codes of |q| <= 127 are exact in fp32.
   const float code_sum = group_reduce<8, kBlockThreads>(static_cast<float>(q[0] + q[1] + q[2] + q[3]), SumOp{});
-  if (!has_values) return;
-  const std::uint32_t packed = (q[0] & 0xFFu) | (q[1] & 0xFFu) << 8 | (q[2] & 0xFFu) << 16 | static_cast<std::uint32_t>(q[3]) << 24;
-  reinterpret_cast<std::uint32_t*>(out.codes)[vector] = packed;
-  if (vector % 8 == 0) {
+  if (has_values) {
+    const std::uint32_t packed = (q[0] & 0xFFu) | (q[1] & 0xFFu) << 8 | (q[2] & 0xFFu) << 16 | static_cast<std::uint32_t>(q[3]) << 24;
+    reinterpret_cast<std::uint32_t*>(out.codes)[vector] = packed;
+  }
+  if (has_values && vector % 8 == 0) {
     out.scales[vector / 8] = scale;
     out.code_sums[vector / 8] = static_cast<std::int32_t>(code_sum);
   }

@@ -27,19 +27,28 @@ __device__ void rms_norm_row(float* x, const float* residual, const float* weigh
   for (int i = threadIdx.x; i < n; i += kThreads) out[i] = x[i] * scale * weight[i];
 }
 
-// Rows of up to kRowThreads * 4 * kMaxVectors values whose length is a multiple of 4 are held in
-// registers, all their loads issued before the first use: decode's single row is latency-bound, and
-// the loop above, whose stores to x may alias its next loads, waits on each load in turn.
+// Rows of up to kThreads * 4 * kVectors values whose length is a multiple of 4 are held in
+// registers, all their loads issued before the first use (the weight's before the wait for the kernel
+// before, as no kernel writes it): decode's single row is latency-bound, and the loop above, whose
+// stores to x may alias its next loads, waits on each load in turn. kVectors is the fewest that hold
+// the row, so that the loops have no exits and the rounding's reductions of every vector interleave.
 constexpr int kMaxVectors = 8;
 
-template <int kThreads>
+template <int kThreads, int kVectors>
 __device__ void rms_norm_row_in_registers(float* x, const float* residual, const float* weight, int n, float eps,
                                           float* out, QuantizedActivations rounded, std::size_t first_vector) {
   const int vectors = n / 4;
-  float4 v[kMaxVectors];
+  float4 w[kVectors];
+#pragma unroll
+  for (int j = 0; j < kVectors; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+    w[j] = i < vectors ? reinterpret_cast<const float4*>(weight)[i] : make_float4(0, 0, 0, 0);
+  }
+  begin_dependent();
+  float4 v[kVectors];
   float sum_sq = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kMaxVectors; ++j) {
+  for (int j = 0; j < kVectors; ++j) {
     const int i = static_cast<int>(threadIdx.x) + j * kThreads;
     v[j] = i < vectors ? reinterpret_cast<const float4*>(x)[i] : make_float4(0, 0, 0, 0);
     if (residual && i < vectors) {
@@ -48,7 +57,7 @@ __device__ void rms_norm_row_in_registers(float* x, const float* residual, const
     }
   }
 #pragma unroll
-  for (int j = 0; j < kMaxVectors; ++j) {
+  for (int j = 0; j < kVectors; ++j) {
     const int i = static_cast<int>(threadIdx.x) + j * kThreads;
     if (residual && i < vectors) reinterpret_cast<float4*>(x)[i] = v[j];
     sum_sq += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
@@ -56,17 +65,16 @@ __device__ void rms_norm_row_in_registers(float* x, const float* residual, const
   sum_sq = block_sum<kThreads>(sum_sq);
   const float scale = 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
 #pragma unroll
-  for (int j = 0; j < kMaxVectors; ++j) {
-    if (j * kThreads >= vectors) break;  // the same for the whole block
+  for (int j = 0; j < kVectors; ++j) {
     const int i = static_cast<int>(threadIdx.x) + j * kThreads;
-    const bool has_values = i < vectors;
-    float4 normed = make_float4(0, 0, 0, 0);
-    if (has_values) {
-      const float4 w = reinterpret_cast<const float4*>(weight)[i];
-      normed = make_float4(v[j].x * scale * w.x, v[j].y * scale * w.y, v[j].z * scale * w.z, v[j].w * scale * w.w);
-      reinterpret_cast<float4*>(out)[i] = normed;
-    }
-    if (rounded.codes) round_to_int8<kThreads>(normed, has_values, first_vector + i, rounded);
+    v[j] = make_float4(v[j].x * scale * w[j].x, v[j].y * scale * w[j].y, v[j].z * scale * w[j].z, v[j].w * scale * w[j].w);
+    if (i < vectors) reinterpret_cast<float4*>(out)[i] = v[j];
+  }
+  if (!rounded.codes) return;
+#pragma unroll
+  for (int j = 0; j < kVectors; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+    round_to_int8<kThreads>(v[j], i < vectors, first_vector + i, rounded);
   }
 }
 
@@ -74,15 +82,16 @@ constexpr int kRowThreads = 256;
 // Heads are 64 to 256 wide: a block of the widest warp keeps most threads busy.
 constexpr int kHeadThreads = kMaxWarpSize;
 
-template <int kThreads, bool kInRegisters>
+// kVectors 0: rows too long for registers, or not of whole vectors.
+template <int kThreads, int kVectors>
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(float* x, const float* residual, const float* weight, int n,
                                                             float eps, float* out, QuantizedActivations rounded) {
-  begin_dependent();
   const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
-  if constexpr (kInRegisters) {
-    rms_norm_row_in_registers<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset,
-                                        rounded, offset / 4);
+  if constexpr (kVectors > 0) {
+    rms_norm_row_in_registers<kThreads, kVectors>(x + offset, residual ? residual + offset : nullptr, weight, n, eps,
+                                                  out + offset, rounded, offset / 4);
   } else {
+    begin_dependent();
     rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
   }
 }
@@ -108,8 +117,16 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
                        [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out);
   // Rounding in the same pass needs whole blocks of 32 in registers; else it is a pass of its own.
   const bool round_here = rounded.codes && vectors && n % 32 == 0;
-  launch_dependent(vectors ? rms_norm_kernel<kRowThreads, true> : rms_norm_kernel<kRowThreads, false>, rows, kRowThreads,
-                   0, stream, x, residual, weight, n, eps, out, round_here ? rounded : QuantizedActivations{});
+  auto kernel = rms_norm_kernel<kRowThreads, 0>;
+  if (vectors) {
+    const int per_thread = (n / 4 + kRowThreads - 1) / kRowThreads;
+    kernel = per_thread <= 1   ? rms_norm_kernel<kRowThreads, 1>
+             : per_thread <= 2 ? rms_norm_kernel<kRowThreads, 2>
+             : per_thread <= 4 ? rms_norm_kernel<kRowThreads, 4>
+                               : rms_norm_kernel<kRowThreads, kMaxVectors>;
+  }
+  launch_dependent(kernel, rows, kRowThreads, 0, stream, x, residual, weight, n, eps, out,
+                   round_here ? rounded : QuantizedActivations{});
   if (rounded.codes && !round_here) launch_quantize_activations(out, rows, n, rounded, stream);
 }
 
