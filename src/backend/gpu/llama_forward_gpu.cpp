@@ -279,15 +279,18 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   }
   if (shape.n_logits == 0) return;
   // Logit rows are increasing: as many as tokens means every token, in order; else gather them
-  // (an embedding lookup is a row gather of any matrix), and the gathered rows are not rounded.
+  // (an embedding lookup is a row gather of any matrix) and round the gathered rows, which gives
+  // each row the bits the norm's rounding gives it.
   const bool every_token = shape.n_logits == n;
-  const QuantizedActivations rounded = every_token ? rounding_for(weights_.output, n) : QuantizedActivations{};
-  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get(), rounded);
+  const QuantizedActivations rounded = rounding_for(weights_.output, shape.n_logits);
+  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get(),
+                  every_token ? rounded : QuantizedActivations{});
   const float* logit_input = a.normed;
   if (!every_token) {
     const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n), static_cast<std::size_t>(c.hidden_size), a.normed};
     launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, stream_.get());
     logit_input = a.logit_in;
+    if (rounded.codes) launch_quantize_activations(logit_input, shape.n_logits, c.hidden_size, rounded, stream_.get());
   }
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
 }

@@ -29,11 +29,11 @@ std::vector<std::int32_t> table_of(int sequence) {
   return table;
 }
 
-// A sequence's tokens [begin, end) at their positions, every one's logits asked for.
-void add(Batch& batch, int sequence, const std::vector<std::int32_t>& tokens, int begin, int end) {
+// A sequence's tokens [begin, end) at their positions, every one's logits asked for (or the last's).
+void add(Batch& batch, int sequence, const std::vector<std::int32_t>& tokens, int begin, int end, bool every_logit = true) {
   batch.block_tables.push_back(table_of(sequence));
   batch.add_sequence(static_cast<std::int32_t>(batch.block_tables.size() - 1), tokens.data() + begin, end - begin, begin,
-                     false, true);
+                     true, every_logit);
 }
 
 TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
@@ -70,31 +70,38 @@ TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
     }
 
     // Together: steps of mixed work. Sequence 0's prompt comes in pieces of 5 beside the others'
-    // prompts and decode tokens; every step has a different token count and chunking.
+    // prompts and decode tokens, asking for each piece's last logits only (so that a step's logit rows
+    // are gathered from its tokens); every step has a different token count and chunking.
     std::vector<std::vector<float>> together(3);
+    std::vector<std::vector<int>> positions(3);  // together[s]'s rows
     std::vector<int> done(3, 0);
     LlamaForwardGpu gpu(config, checkpoint.weights(), options);
     while (done[0] < kPrompt[0] + kDecode || done[1] < kPrompt[1] + kDecode || done[2] < kPrompt[2] + kDecode) {
       Batch step;
       std::vector<int> taken(3, 0);
+      std::vector<bool> last_only(3, false);
       for (int s = 0; s < 3; ++s) {
         const int total = kPrompt[s] + kDecode;
         if (done[s] >= total) continue;
         const int want = done[s] < kPrompt[s] ? (s == 0 ? 5 : kPrompt[s]) : 1;
         taken[s] = std::min({want, total - done[s], done[s] < kPrompt[s] ? kPrompt[s] - done[s] : 1});
-        add(step, s, tokens[s], done[s], done[s] + taken[s]);
+        last_only[s] = s == 0 && done[s] < kPrompt[s];
+        add(step, s, tokens[s], done[s], done[s] + taken[s], !last_only[s]);
       }
       gpu.forward(step, logits);
       std::size_t row = 0;
       for (int s = 0; s < 3; ++s) {
-        together[s].insert(together[s].end(), logits.begin() + row * vocab, logits.begin() + (row + taken[s]) * vocab);
-        row += taken[s];
+        const int rows = last_only[s] ? std::min(taken[s], 1) : taken[s];
+        together[s].insert(together[s].end(), logits.begin() + row * vocab, logits.begin() + (row + rows) * vocab);
+        for (int i = done[s] + taken[s] - rows; i < done[s] + taken[s]; ++i) positions[s].push_back(i);
+        row += rows;
         done[s] += taken[s];
       }
     }
     for (int s = 0; s < 3; ++s) {
-      ASSERT_EQ(together[s].size(), alone[s].size());
-      EXPECT_EQ(bits(together[s]), bits(alone[s])) << model << " sequence " << s;
+      std::vector<float> expected;
+      for (const int i : positions[s]) expected.insert(expected.end(), alone[s].begin() + i * vocab, alone[s].begin() + (i + 1) * vocab);
+      EXPECT_EQ(bits(together[s]), bits(expected)) << model << " sequence " << s;
     }
   }
 }
