@@ -153,7 +153,7 @@ generate_on() {
 # Then the batch-invariant mode's cost on the same shape.
 bench_8b() {
   "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 5 &&
-    for dtype in q8_0 q4_0; do
+    for dtype in q8_0 q4_0 q4_k; do
       "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype $dtype -p 0 -n 128 -b 1 -r 5 || return
     done &&
     "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant

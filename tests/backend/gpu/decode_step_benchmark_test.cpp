@@ -1,5 +1,5 @@
 // What one decode step of the Llama 3.1 8B shape spends per kernel: each launch of a layer's step
-// (bf16, Q8_0 and Q4_0 weights, one token, 128 cached positions) replayed 32 times in a captured
+// (bf16, Q8_0, Q4_0 and Q4_K weights, one token, 128 cached positions) replayed 32 times in a captured
 // graph, as the decoder replays its layers, with weight copies that together exceed L2. Q8_0 and
 // Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, and in passes of
 // their own before o and down. The sum over a layer,
@@ -167,7 +167,7 @@ void DecodeStepBenchmark::layer(DType type) {
 }
 
 TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
-  for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) layer(type);
+  for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) layer(type);
 }
 
 }  // namespace
