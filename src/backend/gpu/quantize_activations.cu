@@ -25,15 +25,17 @@ __global__ void __launch_bounds__(kThreads) quantize_activations_kernel(const fl
   }
 }
 
+// Blocks of 32 values a buffer for `tokens` rows of up to `cols` values holds.
+std::size_t blocks_of(std::size_t tokens, std::size_t cols) { return tokens * ((cols + kBlockCols - 1) / kBlockCols); }
+
 }  // namespace
 
 std::size_t quantized_activations_bytes(std::size_t tokens, std::size_t cols) {
-  const std::size_t blocks = tokens * ((cols + kBlockCols - 1) / kBlockCols);
-  return blocks * (kBlockCols + sizeof(float) + sizeof(std::int32_t));
+  return blocks_of(tokens, cols) * (kBlockCols + sizeof(float) + sizeof(std::int32_t));
 }
 
 QuantizedActivations quantized_activations_at(void* base, std::size_t tokens, std::size_t cols) {
-  const std::size_t blocks = tokens * ((cols + kBlockCols - 1) / kBlockCols);
+  const std::size_t blocks = blocks_of(tokens, cols);
   auto* codes = static_cast<std::int8_t*>(base);
   auto* scales = reinterpret_cast<float*>(codes + blocks * kBlockCols);
   return {codes, scales, reinterpret_cast<std::int32_t*>(scales + blocks)};

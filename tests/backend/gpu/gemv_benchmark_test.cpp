@@ -1,7 +1,7 @@
 // Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
 // token (Q8_0 and Q4_0 also from x's int8 copy); and for a batch of 8 tokens, through the GEMV and
-// through the GEMM. Disabled by default (a
-// measurement, not a check); tools/gpu_check.sh runs it with --gtest_also_run_disabled_tests.
+// through the GEMM. Disabled by default (a measurement, not a check); tools/gpu_check.sh runs it with
+// --gtest_also_run_disabled_tests.
 #include <algorithm>
 #include <memory>
 
