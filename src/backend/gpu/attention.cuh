@@ -140,6 +140,8 @@ void with_head_dim(int head_dim, F&& f) {
 // time), and the scratch the ranges need (none for one range): their partials, and arrival counters
 // that clear_decode_workspace zeroes (see clear_attention_workspace).
 int decode_head_chunks(HeadShape shape);
+// Decode blocks of this shape that the current device runs at once (one wave).
+int decode_blocks_per_wave(HeadShape shape);
 std::size_t decode_workspace_bytes(int splits, const AttentionBatch& batch, HeadShape shape);
 void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape shape, void* workspace,
                             gpuStream_t stream);

@@ -14,6 +14,9 @@
 // it and the value to the cache, and reads them from shared memory rather than back from the cache.
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "backend/gpu/attention.cuh"
 #include "backend/gpu/dependent_launch.cuh"
@@ -135,6 +138,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   const int heads = min(kHeads, group - first_in_group);
   const int head0 = kv_head * group + first_in_group;
   const int q_dim = p.shape.n_heads * kHeadDim, kv_dim = p.shape.n_kv_heads * kHeadDim;
+  const int q_stride = p.rope.row_stride > 0 ? p.rope.row_stride : q_dim;
+  const int kv_stride = p.rope.row_stride > 0 ? p.rope.row_stride : kv_dim;
   const int lane = threadIdx.x % Lanes::kPerKey, key_group = threadIdx.x / Lanes::kPerKey;
   const int dim = 8 * lane;
   const bool reads = dim < kHeadDim;  // head dims 80 and 96 leave lanes of a group idle
@@ -174,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   for (int h = 0; h < kHeads; ++h) {
     float values[8] = {};
     if (h < heads && reads) {
-      const float* head = p.q + static_cast<std::size_t>(t) * q_dim + (head0 + h) * kHeadDim;
+      const float* head = p.q + static_cast<std::size_t>(t) * q_stride + (head0 + h) * kHeadDim;
       if (fused_rope) {
         rope.rotate(head, values);
       } else {
@@ -191,7 +196,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   __shared__ uint4 own_k[kHeadDim / 8], own_v[kHeadDim / 8];
   if (own_here) {
     if (key_group == 0 && reads) {
-      const std::size_t from = static_cast<std::size_t>(t) * kv_dim + kv_head * kHeadDim;
+      const std::size_t from = static_cast<std::size_t>(t) * kv_stride + kv_head * kHeadDim;
       const std::size_t to = static_cast<std::size_t>(p.rope.slots[t]) * kv_dim + kv_head * kHeadDim + dim;
       float k[8], v[8];
       rope.rotate(p.rope.k + from, k);
@@ -342,6 +347,17 @@ std::size_t arrival_bytes(int splits, const AttentionBatch& batch, HeadShape sha
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
+// The kernel for a shape's heads per block.
+template <int kDim>
+auto decode_kernel_for(HeadShape shape) -> void (*)(DecodeParams) {
+  switch (heads_per_block(shape)) {
+    case 1: return decode_kernel<kDim, 1>;
+    case 2: return decode_kernel<kDim, 2>;
+    case 4: return decode_kernel<kDim, 4>;
+    default: return decode_kernel<kDim, kMaxHeads>;
+  }
+}
+
 }  // namespace
 
 int decode_head_chunks(HeadShape shape) {
@@ -361,6 +377,24 @@ void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape s
   if (bytes > 0) RF_GPU_CHECK(gpuMemsetAsync(workspace, 0, bytes, stream));
 }
 
+int decode_blocks_per_wave(HeadShape shape) {
+  int device = 0;
+  RF_GPU_CHECK(gpuGetDevice(&device));
+  // Asked once per device and kernel: the plan is made every step.
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int>, int> known;
+  const std::lock_guard lock(mutex);
+  const auto key = std::make_tuple(device, shape.head_dim, heads_per_block(shape));
+  if (const auto found = known.find(key); found != known.end()) return found->second;
+  int per_multiprocessor = 0, multiprocessors = 0;
+  with_head_dim(shape.head_dim, [&](auto head_dim) {
+    RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor,
+                                                              decode_kernel_for<decltype(head_dim)::value>(shape), kThreads, 0));
+  });
+  RF_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, device));
+  return known[key] = std::max(1, per_multiprocessor * multiprocessors);
+}
+
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
                    int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out,
                    gpuStream_t stream) {
@@ -375,13 +409,7 @@ void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& bat
   }
   const dim3 grid(batch.n_tokens, shape.n_kv_heads * chunks, splits);
   with_head_dim(shape.head_dim, [&](auto head_dim) {
-    constexpr int kDim = decltype(head_dim)::value;
-    switch (heads_per_block(shape)) {
-      case 1: return launch_dependent(decode_kernel<kDim, 1>, grid, kThreads, 0, stream, p);
-      case 2: return launch_dependent(decode_kernel<kDim, 2>, grid, kThreads, 0, stream, p);
-      case 4: return launch_dependent(decode_kernel<kDim, 4>, grid, kThreads, 0, stream, p);
-      default: return launch_dependent(decode_kernel<kDim, kMaxHeads>, grid, kThreads, 0, stream, p);
-    }
+    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape), grid, kThreads, 0, stream, p);
   });
 }
 

@@ -46,6 +46,9 @@ struct DecodeRope {
   const std::int32_t* slots = nullptr;
   const float* inv_freq = nullptr;
   RopeLayout layout = RopeLayout::SplitHalves;
+  // Floats from one token's q, k and v rows to the next's, where one GEMM made all three (rows of
+  // q_dim + 2 kv_dim); 0: q and k, v are arrays of their own ([n_tokens][q_dim], [n_tokens][kv_dim]).
+  int row_stride = 0;
 };
 
 // launch_attention with a given plan; workspace holds attention_workspace_bytes(plan, batch, shape).

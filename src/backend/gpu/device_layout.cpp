@@ -38,8 +38,20 @@ std::vector<std::uint8_t> to_device_layout(const WeightMatrix& host) {
 }
 
 DeviceBuffer<std::uint8_t> upload_weights(const WeightMatrix& host) {
-  if (is_split(host.dtype)) return DeviceBuffer<std::uint8_t>(to_device_layout(host));
-  return DeviceBuffer<std::uint8_t>(static_cast<const std::uint8_t*>(host.data), host.rows * row_bytes(host.dtype, host.cols));
+  DeviceBuffer<std::uint8_t> device(host.rows * row_bytes(host.dtype, host.cols));
+  upload_weights(host, device.data());
+  return device;
+}
+
+void upload_weights(const WeightMatrix& host, std::uint8_t* device) {
+  const std::size_t bytes = host.rows * row_bytes(host.dtype, host.cols);
+  if (bytes == 0) return;
+  if (is_split(host.dtype)) {
+    const std::vector<std::uint8_t> laid_out = to_device_layout(host);
+    RF_GPU_CHECK(gpuMemcpy(device, laid_out.data(), bytes, gpuMemcpyHostToDevice));
+  } else {
+    RF_GPU_CHECK(gpuMemcpy(device, host.data, bytes, gpuMemcpyHostToDevice));
+  }
 }
 
 }  // namespace rf::gpu

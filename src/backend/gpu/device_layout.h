@@ -14,7 +14,9 @@ namespace rf::gpu {
 // The bytes of `host` (rows of GGML blocks, in host memory) laid out as above, still on the host.
 std::vector<std::uint8_t> to_device_layout(const WeightMatrix& host);
 
-// A copy of `host` in device memory, laid out as above.
+// A copy of `host` in device memory, laid out as above: in an allocation of its own, or at `device`
+// (rows * row_bytes(dtype, cols) bytes of device memory).
 DeviceBuffer<std::uint8_t> upload_weights(const WeightMatrix& host);
+void upload_weights(const WeightMatrix& host, std::uint8_t* device);
 
 }  // namespace rf::gpu

@@ -1,5 +1,7 @@
 #include "backend/gpu/device_weights.h"
 
+#include <algorithm>
+
 #include "backend/gpu/device_layout.h"
 
 namespace rf::gpu {
@@ -10,15 +12,45 @@ DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host
       output(host.output.data == host.token_embedding.data ? token_embedding : upload(host.output)),
       inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr))) {
   for (const LayerWeights& l : host.layers) {
-    layers.push_back({upload(l.attn_norm), upload(l.wq), upload(l.wk), upload(l.wv), upload(l.wo), upload(l.bq),
-                      upload(l.bk), upload(l.bv), upload(l.q_norm), upload(l.k_norm), upload(l.ffn_norm),
-                      upload(l.w_gate), upload(l.w_up), upload(l.w_down)});
+    DeviceLayer& d = layers.emplace_back();
+    d.attn_norm = upload(l.attn_norm);
+    const WeightMatrix qkv[] = {l.wq, l.wk, l.wv};
+    WeightMatrix views[3];
+    d.wqkv = upload_stacked(qkv, views);
+    d.wq = views[0], d.wk = views[1], d.wv = views[2];
+    d.wo = upload(l.wo);
+    d.bq = upload(l.bq), d.bk = upload(l.bk), d.bv = upload(l.bv);
+    d.q_norm = upload(l.q_norm), d.k_norm = upload(l.k_norm);
+    d.ffn_norm = upload(l.ffn_norm);
+    d.w_gate = upload(l.w_gate), d.w_up = upload(l.w_up), d.w_down = upload(l.w_down);
   }
 }
 
 WeightMatrix DeviceWeights::upload(const WeightMatrix& host) {
   matrices_.push_back(upload_weights(host));
   return {host.dtype, host.rows, host.cols, matrices_.back().data()};
+}
+
+WeightMatrix DeviceWeights::upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views) {
+  constexpr std::size_t kAlign = 256;
+  auto bytes = [](const WeightMatrix& w) { return w.rows * row_bytes(w.dtype, w.cols); };
+  const bool stackable = std::all_of(parts.begin(), parts.end(), [&](const WeightMatrix& w) {
+    return w.dtype == parts[0].dtype && w.cols == parts[0].cols && bytes(w) % kAlign == 0;
+  });
+  if (!stackable) {
+    std::transform(parts.begin(), parts.end(), views.begin(), [&](const WeightMatrix& w) { return upload(w); });
+    return {parts[0].dtype, 0, parts[0].cols, nullptr};
+  }
+  std::size_t rows = 0, total = 0;
+  for (const WeightMatrix& w : parts) rows += w.rows, total += bytes(w);
+  DeviceBuffer<std::uint8_t>& stacked = matrices_.emplace_back(total);
+  std::uint8_t* at = stacked.data();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    upload_weights(parts[i], at);
+    views[i] = {parts[i].dtype, parts[i].rows, parts[i].cols, at};
+    at += bytes(parts[i]);
+  }
+  return {parts[0].dtype, rows, parts[0].cols, stacked.data()};
 }
 
 const float* DeviceWeights::upload(const std::vector<float>& host) {

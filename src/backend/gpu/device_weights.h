@@ -5,6 +5,7 @@
 // embedding's copy.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "backend/gpu/device_buffer.h"
@@ -22,6 +23,9 @@ struct DeviceLayer {
   const float* k_norm;
   const float* ffn_norm;
   WeightMatrix w_gate, w_up, w_down;
+  // wq, wk and wv as one matrix (their rows in that order, in one allocation) where they share a type
+  // and column count: a batch's q, k and v then come from one GEMM. Else null data.
+  WeightMatrix wqkv{};
 };
 
 class DeviceWeights {
@@ -40,6 +44,11 @@ class DeviceWeights {
 
  private:
   WeightMatrix upload(const WeightMatrix& host);
+  // Uploads `parts` stacked by rows into one allocation where they share a type and column count
+  // (and each ends on a 256-byte boundary, so that every part stays as aligned as on its own), and
+  // returns the whole; else uploads each alone and returns a matrix with null data. Either way
+  // views[i] is parts[i]'s copy.
+  WeightMatrix upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views);
   const float* upload(const std::vector<float>& host);
   const float* upload(const std::optional<std::vector<float>>& host) { return host ? upload(*host) : nullptr; }
 };

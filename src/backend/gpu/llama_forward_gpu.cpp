@@ -114,9 +114,19 @@ std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* bas
     used += round_up(per_token * tokens);
     return at;
   };
-  const Activations a{take(c.hidden_size), take(c.hidden_size), take(c.q_dim()),        take(c.kv_dim()),
-                      take(c.kv_dim()),    take(c.q_dim()),     take(c.hidden_size),    take(c.intermediate_size),
-                      take(c.intermediate_size), take(c.hidden_size), take(c.vocab_size)};
+  Activations a{};
+  a.x = take(c.hidden_size);
+  a.normed = take(c.hidden_size);
+  // q, k and v in one region: arrays of their own, or rows of q_dim + 2 kv_dim from one GEMM.
+  a.q = take(c.q_dim() + 2 * c.kv_dim());
+  a.k = a.q ? a.q + static_cast<std::size_t>(tokens) * c.q_dim() : nullptr;
+  a.v = a.k ? a.k + static_cast<std::size_t>(tokens) * c.kv_dim() : nullptr;
+  a.attn = take(c.q_dim());
+  a.proj = take(c.hidden_size);
+  a.gate = take(c.intermediate_size);
+  a.up = take(c.intermediate_size);
+  a.logit_in = take(c.hidden_size);
+  a.logits = take(c.vocab_size);
   if (out) *out = a;
   return used;
 }
@@ -307,15 +317,26 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const Atte
   // A GEMV that reads int8 x gets it from the norm before it, or from a rounding pass of its own.
   QuantizedActivations rounded = rounding_for(w.wq, n);
   launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream, rounded);
-  const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
-  project(qkv, {a.normed, rounded}, n);
+  // A decode batch's q, k and v come from one GEMM of the stacked matrix when only the attention, which
+  // takes rows of all three, reads them (no biases, no q/k norm): three GEMMs of one x cost 40% more
+  // (32 sequences, Llama 3 8B bf16, H100: 32.2 against 23.0 us).
+  const bool stacked_qkv = shape.decode_only && !gemv_serves(n) && w.wqkv.data && !w.bq && !c.qk_norm;
+  if (stacked_qkv) {
+    project(w.wqkv, a.normed, n, a.q);
+  } else {
+    const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
+    project(qkv, {a.normed, rounded}, n);
+  }
   if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), stream);
   if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), stream);
   if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
   if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, stream);
   const KvCacheLayer cache = cache_layer(layer);
   DecodeRope fused_rope;
-  if (shape.decode_only) {
+  if (stacked_qkv) {
+    const int row = c.q_dim() + 2 * c.kv_dim();
+    fused_rope = {a.q + c.q_dim(), a.q + c.q_dim() + c.kv_dim(), inputs_.slots, weights_.inv_freq, c.rope_layout, row};
+  } else if (shape.decode_only) {
     fused_rope = {a.k, a.v, inputs_.slots, weights_.inv_freq, c.rope_layout};
   } else {
     launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,

@@ -14,18 +14,6 @@ constexpr int kBlocksPerSequence = 8;  // 128 positions each
 
 std::string name(const std::string& path) { return path.substr(path.find("models/") + 7); }
 
-// The next step: `tokens[s]` appended to sequence s at `position`, for the sequences in `active`.
-Batch decode_batch(const std::vector<int>& active, const std::vector<std::int32_t>& tokens, int position) {
-  Batch batch;
-  for (int s : active) {
-    std::vector<std::int32_t> table(kBlocksPerSequence);
-    for (int b = 0; b < kBlocksPerSequence; ++b) table[b] = s * kBlocksPerSequence + b;
-    batch.block_tables.push_back(table);
-    batch.add_sequence(static_cast<std::int32_t>(batch.block_tables.size() - 1), &tokens[s], 1, position, true);
-  }
-  return batch;
-}
-
 TEST_F(DecodeGraphs, ReplaysGiveTheEagerLogits) {
   const std::string source = ROCMFORGE_SOURCE_DIR;
   for (const std::string& model : {source + "/tests/fixtures/models/llama3", source + "/models/kjv-llama",
@@ -44,14 +32,14 @@ TEST_F(DecodeGraphs, ReplaysGiveTheEagerLogits) {
       const std::vector<int> active = position < 40 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1};
       std::vector<std::int32_t> tokens(3);
       for (auto& t : tokens) t = random_int(0, config.vocab_size - 1);
-      const Batch batch = decode_batch(active, tokens, position);
+      const Batch batch = decode_batch(active, tokens, position, kBlocksPerSequence);
       graphs.forward(batch, with_graphs);
       eager.forward(batch, without);
       if (position % 10 == 9) expect_close(name(model) + " decode step " + std::to_string(position), with_graphs, without, 1e-6);
     }
     // A single sequence, after the others: the GEMV path.
     for (int position = 0; position < 20; ++position) {
-      const Batch batch = decode_batch({3}, {0, 0, 0, random_int(0, config.vocab_size - 1)}, position);
+      const Batch batch = decode_batch({3}, {0, 0, 0, random_int(0, config.vocab_size - 1)}, position, kBlocksPerSequence);
       graphs.forward(batch, with_graphs);
       eager.forward(batch, without);
     }

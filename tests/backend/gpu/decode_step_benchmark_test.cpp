@@ -4,11 +4,14 @@
 // Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, and in passes of
 // their own before o and down. The sum over a layer,
 // times 32, against rocmforge bench's tg figure, says how much of a step is kernels and how much is
-// the gaps between them. Disabled by default (a measurement); tools/gpu_check.sh runs it.
+// the gaps between them. A bf16 step of 32 sequences (GEMMs through cuBLAS) is broken down the same
+// way, with the whole layer's launches in one graph beside the sum of its parts, and the alternatives
+// that tune it. Disabled by default (a measurement); tools/gpu_check.sh runs it.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "attention_setup.h"
 #include "backend/gpu/attention_kernels.h"
@@ -47,6 +50,7 @@ class DecodeStepBenchmark : public GpuTest {
     return Matrices(type, rows, cols, tiled_matrix(type, rows, cols));
   }
   void layer(DType type);
+  void batch_layer();
 
   // Median microseconds per launch of launch(layer) over kLayers launches replayed as one graph.
   float time_in_graph(const std::function<void(int layer)>& launch) {
@@ -61,6 +65,19 @@ class DecodeStepBenchmark : public GpuTest {
       ms.push_back(timer_.stop_ms(stream()));
     }
     return median(ms) * 1e3f / kLayers;
+  }
+
+  // Median microseconds of the decode attention over `problem` (q as `rope` lays it out), its keys cut
+  // into `splits` ranges.
+  float time_attention(const AttentionProblem& problem, int splits, const DecodeRope& rope, const float* q, float* out) {
+    AttentionPlan plan = plan_attention(problem.batch(), kHeads);
+    plan.decode_splits = splits;
+    DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
+    clear_attention_workspace(plan, problem.batch(), kHeads, workspace.data(), stream());
+    return time_in_graph([&](int) {
+      launch_attention_planned(plan, q, problem.cache(), problem.batch(), kHeads, problem.scale(), out, workspace.data(),
+                               stream(), rope);
+    });
   }
 
   // One row of the table; `counted` rows add up to the layer's time, the others are alternatives.
@@ -118,26 +135,16 @@ void DecodeStepBenchmark::layer(DType type) {
     DeviceBuffer<float> inv_freq(random_floats(kHeads.head_dim / 2, 0.0f, 1.0f));
     DeviceBuffer<std::int32_t> slot(std::vector<std::int32_t>{3});
     DeviceBuffer<float> attention_out(problem.q.size());
-    const AttentionPlan plan = plan_attention(problem.batch(), kHeads);
-    DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
-    clear_attention_workspace(plan, problem.batch(), kHeads, workspace.data(), stream());
+    const int splits = plan_attention(problem.batch(), kHeads).decode_splits;
     // As the decoder runs a decode step: RoPE and the KV append inside the attention kernel.
     const DecodeRope rope{k.data(), v.data(), slot.data(), inv_freq.data(), RopeLayout::SplitHalves};
-    report("attention + RoPE + KV append, " + std::to_string(kPositions) + " positions, " +
-               std::to_string(plan.decode_splits) + " splits",
-           time_in_graph([&](int) {
-             launch_attention_planned(plan, problem.q_gpu.data(), problem.cache(), problem.batch(), kHeads, problem.scale(),
-                                      attention_out.data(), workspace.data(), stream(), rope);
-           }), 0);
+    report("attention + RoPE + KV append, " + std::to_string(kPositions) + " positions, " + std::to_string(splits) +
+               " splits",
+           time_attention(problem, splits, rope, problem.q_gpu.data(), attention_out.data()), 0);
     // Other ways to cut the same keys, for tuning the plan (not counted in the layer).
-    for (const int splits : {1, 2, 8}) {
-      const AttentionPlan other{plan.tensor_cores, splits};
-      DeviceBuffer<std::uint8_t> scratch(std::max<std::size_t>(1, attention_workspace_bytes(other, problem.batch(), kHeads)));
-      clear_attention_workspace(other, problem.batch(), kHeads, scratch.data(), stream());
-      report("  (the same with " + std::to_string(splits) + " splits)", time_in_graph([&](int) {
-               launch_attention_planned(other, problem.q_gpu.data(), problem.cache(), problem.batch(), kHeads,
-                                        problem.scale(), attention_out.data(), scratch.data(), stream(), rope);
-             }), 0, false);
+    for (const int other : {1, 2, 8}) {
+      report("  (the same with " + std::to_string(other) + " splits)",
+             time_attention(problem, other, rope, problem.q_gpu.data(), attention_out.data()), 0, false);
     }
   }
   rounding_step(kHeads.n_heads * kHeads.head_dim);
@@ -166,9 +173,93 @@ void DecodeStepBenchmark::layer(DType type) {
               total_us_, layer_bytes / 1e6, kLayers, total_us_ * kLayers / 1e3);
 }
 
+// A decode step of kBatch sequences (bf16): the decoder's launches for a batch, GEMMs through cuBLAS,
+// each timed alone and then the whole layer in one graph, whose excess over the sum is the gaps.
+void DecodeStepBenchmark::batch_layer() {
+  constexpr int kBatch = 32;
+  const DType type = DType::BF16;
+  total_us_ = 0;
+  std::printf("[  bench   ] decode step, %d sequences, bf16 weights\n", kBatch);
+  const auto gemm = make_gemm_context(stream());
+  const int kv_dim = kHeads.n_kv_heads * kHeads.head_dim, q_dim = kHeads.n_heads * kHeads.head_dim;
+  DeviceBuffer<float> x(random_floats(std::size_t{kBatch} * kFfn)), residual(random_floats(std::size_t{kBatch} * kHidden));
+  DeviceBuffer<float> norm(random_floats(kHidden)), out(std::size_t{kBatch} * kFfn), out2(std::size_t{kBatch} * kFfn);
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  DeviceBuffer<float> q(std::size_t{kBatch} * q_dim), k(std::size_t{kBatch} * kv_dim), v(std::size_t{kBatch} * kv_dim);
+  DeviceBuffer<float> qkv(random_floats(std::size_t{kBatch} * qkv_dim));
+  const Matrices wqkv = matrices(type, q_dim + 2 * kv_dim, kHidden), wo = matrices(type, kHidden, q_dim);
+  const Matrices gate_up = matrices(type, 2 * kFfn, kHidden), down = matrices(type, kHidden, kFfn);
+  // Views of one allocation: q, k and v (gate and up) as the decoder holds them, or as one matrix.
+  auto rows_of = [&](const WeightMatrix& w, std::size_t first, std::size_t count) {
+    return WeightMatrix{w.dtype, count, w.cols, static_cast<const std::uint8_t*>(w.data) + first * row_bytes(w.dtype, w.cols)};
+  };
+  const std::vector<SequenceChunk> chunks(kBatch, SequenceChunk{kPositions - 1, 1});
+  const AttentionProblem problem(kHeads, 16, chunks, [&](std::size_t n, float lo, float hi) { return random_floats(n, lo, hi); },
+                                 [&](int lo, int hi) { return random_int(lo, hi); });
+  DeviceBuffer<float> inv_freq(random_floats(kHeads.head_dim / 2, 0.0f, 1.0f));
+  std::vector<std::int32_t> slot_values(kBatch);
+  for (int i = 0; i < kBatch; ++i) slot_values[i] = 3 + 16 * i;
+  DeviceBuffer<std::int32_t> slots(slot_values);
+  const AttentionPlan plan = plan_attention(problem.batch(), kHeads);
+  DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
+  clear_attention_workspace(plan, problem.batch(), kHeads, workspace.data(), stream());
+  // As the decoder reads them: rows of q, k and v from one GEMM.
+  const DecodeRope rope{qkv.data() + q_dim, qkv.data() + q_dim + kv_dim, slots.data(), inv_freq.data(),
+                        RopeLayout::SplitHalves, qkv_dim};
+  const float eps = 1e-5f;
+
+  const std::vector<std::pair<std::string, std::function<void(int)>>> steps = {
+      {"rms_norm + residual", [&](int) { launch_rms_norm(x.data(), residual.data(), norm.data(), kBatch, kHidden, eps, out.data(), stream()); }},
+      {"gemm q, k, v (one stacked matrix)", [&](int l) { launch_gemm(*gemm, wqkv[l], x.data(), kBatch, qkv.data()); }},
+      {"attention + RoPE + KV append, " + std::to_string(plan.decode_splits) + " splits", [&](int) {
+         launch_attention_planned(plan, qkv.data(), problem.cache(), problem.batch(), kHeads, problem.scale(), out2.data(),
+                                  workspace.data(), stream(), rope);
+       }},
+      {"gemm o", [&](int l) { launch_gemm(*gemm, wo[l], x.data(), kBatch, out.data()); }},
+      {"rms_norm + residual", [&](int) { launch_rms_norm(x.data(), residual.data(), norm.data(), kBatch, kHidden, eps, out.data(), stream()); }},
+      {"gemm gate, up", [&](int l) {
+         const WeightMatrix w = gate_up[l];
+         const WeightProduct p[] = {{rows_of(w, 0, kFfn), out.data()}, {rows_of(w, kFfn, kFfn), out2.data()}};
+         launch_gemm_group(*gemm, p, x.data(), kBatch);
+       }},
+      {"swiglu", [&](int) { launch_swiglu(out.data(), out2.data(), std::size_t{kBatch} * kFfn, out.data(), stream()); }},
+      {"gemm down", [&](int l) { launch_gemm(*gemm, down[l], x.data(), kBatch, out2.data()); }},
+  };
+  // q, k and v as three GEMMs (as biases or a q/k norm keep them), gate and up as one: alternatives.
+  auto three_gemms = [&](int l) {
+    const WeightMatrix w = wqkv[l];
+    const WeightProduct p[] = {{rows_of(w, 0, q_dim), q.data()}, {rows_of(w, q_dim, kv_dim), k.data()},
+                               {rows_of(w, q_dim + kv_dim, kv_dim), v.data()}};
+    launch_gemm_group(*gemm, p, x.data(), kBatch);
+  };
+  auto gate_up_gemm = [&](int l) { launch_gemm(*gemm, gate_up[l], x.data(), kBatch, out.data()); };
+  // Once eagerly first: cuBLAS and GemmContext size their scratch outside the capture.
+  for (const auto& step : steps) step.second(0);
+  three_gemms(0);
+  gate_up_gemm(0);
+  synchronize();
+  for (const auto& [what, launch] : steps) report(what, time_in_graph(launch), 0);
+  const float sum = total_us_;
+  report("whole layer in one graph", time_in_graph([&](int l) {
+           for (const auto& step : steps) step.second(l);
+         }), 0, false);
+  report("  (gemm q, k, v as three matrices)", time_in_graph(three_gemms), wqkv.bytes(), false);
+  report("  (gemm gate, up as one matrix)", time_in_graph(gate_up_gemm), gate_up.bytes(), false);
+  report("  (gemm o alone)", time_in_graph([&](int l) { launch_gemm(*gemm, wo[l], x.data(), kBatch, out.data()); }), wo.bytes(), false);
+  report("  (gemm down alone)", time_in_graph([&](int l) { launch_gemm(*gemm, down[l], x.data(), kBatch, out2.data()); }),
+         down.bytes(), false);
+  for (const int splits : {1, 2, 4}) {
+    report("  (attention with " + std::to_string(splits) + " splits)",
+           time_attention(problem, splits, rope, qkv.data(), out2.data()), 0, false);
+  }
+  std::printf("[  bench   ] decode step, %d sequences: kernels %.1f us a layer\n", kBatch, sum);
+}
+
 TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
   for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) layer(type);
 }
+
+TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfABatchLayer) { batch_layer(); }
 
 }  // namespace
 }  // namespace rf::gpu::test

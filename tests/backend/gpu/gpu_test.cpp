@@ -44,6 +44,18 @@ std::vector<float> GpuTest::random_floats(std::size_t n, float lo, float hi) {
 
 int GpuTest::random_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
 
+Batch decode_batch(const std::vector<int>& active, const std::vector<std::int32_t>& tokens, int position,
+                   int blocks_per_sequence) {
+  Batch batch;
+  for (int s : active) {
+    std::vector<std::int32_t> table(blocks_per_sequence);
+    for (int b = 0; b < blocks_per_sequence; ++b) table[b] = s * blocks_per_sequence + b;
+    batch.block_tables.push_back(table);
+    batch.add_sequence(static_cast<std::int32_t>(batch.block_tables.size() - 1), &tokens[s], 1, position, true);
+  }
+  return batch;
+}
+
 std::vector<std::uint32_t> bits(const std::vector<float>& values) {
   std::vector<std::uint32_t> out(values.size());
   std::memcpy(out.data(), values.data(), values.size() * sizeof(float));

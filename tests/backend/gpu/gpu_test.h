@@ -12,6 +12,7 @@
 #include "backend/gpu/device_buffer.h"
 #include "backend/gpu/ops.h"
 #include "formats/dtype.h"
+#include "model/batch.h"
 
 namespace rf::gpu::test {
 
@@ -32,6 +33,11 @@ class GpuTest : public ::testing::Test {
   std::mt19937_64 rng_;
   std::optional<Stream> stream_;
 };
+
+// A decode step for the LlamaForwardGpu tests: sequence s (for s in `active`) brings tokens[s] at
+// `position`, its block table blocks [s * blocks_per_sequence, +blocks_per_sequence).
+Batch decode_batch(const std::vector<int>& active, const std::vector<std::int32_t>& tokens, int position,
+                   int blocks_per_sequence);
 
 // Prints max |out - ref| and the relative error ||out - ref|| / ||ref|| against `tolerance`, and fails
 // if the relative error exceeds it or any output is not finite (a poisoned element nobody wrote).
