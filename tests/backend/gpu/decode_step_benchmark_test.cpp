@@ -187,9 +187,9 @@ void DecodeStepBenchmark::batch_layer() {
   const int qkv_dim = q_dim + 2 * kv_dim;
   DeviceBuffer<float> q(std::size_t{kBatch} * q_dim), k(std::size_t{kBatch} * kv_dim), v(std::size_t{kBatch} * kv_dim);
   DeviceBuffer<float> qkv(random_floats(std::size_t{kBatch} * qkv_dim));
-  const Matrices wqkv = matrices(type, q_dim + 2 * kv_dim, kHidden), wo = matrices(type, kHidden, q_dim);
+  const Matrices wqkv = matrices(type, qkv_dim, kHidden), wo = matrices(type, kHidden, q_dim);
   const Matrices gate_up = matrices(type, 2 * kFfn, kHidden), down = matrices(type, kHidden, kFfn);
-  // Views of one allocation: q, k and v (gate and up) as the decoder holds them, or as one matrix.
+  // Rows [first, first + count) of a matrix: q, k and v (gate and up) as views of one allocation.
   auto rows_of = [&](const WeightMatrix& w, std::size_t first, std::size_t count) {
     return WeightMatrix{w.dtype, count, w.cols, static_cast<const std::uint8_t*>(w.data) + first * row_bytes(w.dtype, w.cols)};
   };
