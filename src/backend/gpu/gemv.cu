@@ -80,6 +80,17 @@ __device__ __forceinline__ void load_x(const float* x, float (&out)[kLength]) {
   }
 }
 
+// f(m, r) for each row r of each matrix m of a block, unrolled: a slice's loads of all its rows are
+// issued before any is used.
+template <int kMats, int kRows, class F>
+__device__ __forceinline__ void for_each_row(F&& f) {
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) f(m, r);
+  }
+}
+
 // Adds each row's slices times each token's x to acc, decoding the weights to fp32.
 template <class D, int kMats, int kRows, int kTokens>
 __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
@@ -88,11 +99,7 @@ __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const s
 #pragma unroll kUnroll
   for (int s = threadIdx.x; s < args.slices; s += kThreads) {
     typename D::Slice slice[kMats][kRows];
-#pragma unroll
-    for (int m = 0; m < kMats; ++m) {
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) D::decode(rows[m][r], row_blocks, s, slice[m][r]);
-    }
+    for_each_row<kMats, kRows>([&](int m, int r) { D::decode(rows[m][r], row_blocks, s, slice[m][r]); });
 #pragma unroll
     for (int run = 0; run < D::kRuns; ++run) {
 #pragma unroll
@@ -143,11 +150,7 @@ __device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const s
 #pragma unroll kUnroll
   for (int block = threadIdx.x; block < row_blocks; block += kThreads) {
     typename D::Codes codes[kMats][kRows];
-#pragma unroll
-    for (int m = 0; m < kMats; ++m) {
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) D::load_codes(rows[m][r], row_blocks, block, codes[m][r]);
-    }
+    for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
 #pragma unroll
     for (int k = 0; k < kTokens; ++k) {
       const std::size_t at = static_cast<std::size_t>(tokens[k]) * row_blocks + block;
