@@ -12,19 +12,11 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = std::size_t{1} << 16;  // then each thread strides over the rest
 
-// Round to nearest even; NaN stays a (quiet) NaN. The device twin of rf::f32_to_bf16.
-__device__ __forceinline__ std::uint16_t float_to_bf16_bits(float v) {
-  std::uint32_t u = __float_as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads) round_kernel(const float* x, std::size_t n, std::uint16_t* out) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(kThreads) + threadIdx.x; i < n; i += stride) {
-    out[i] = kBf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
+    out[i] = float_to_16bit(x[i], kBf16);
   }
 }
 

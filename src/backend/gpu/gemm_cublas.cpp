@@ -34,8 +34,10 @@ class GemmContext {
   GemmContext& operator=(const GemmContext&) = delete;
   ~GemmContext() { (void)cublasDestroy(handle_); }
 
-  void multiply(std::span<const WeightProduct> products, const float* x, int n_tokens) {
-    DType rounded_as = DType::F32;  // x's 16-bit copy is made once per operand type the products need
+  void multiply(std::span<const WeightProduct> products, const float* x, int n_tokens, HalfCopy half) {
+    // x's 16-bit copy: the caller's, else made once per operand type the products need.
+    DType rounded_as = half.data ? half.type : DType::F32;
+    const std::uint16_t* x16 = half.data;
     for (const WeightProduct& p : products) {
       const WeightMatrix& w = p.w;
       const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
@@ -57,12 +59,14 @@ class GemmContext {
       const DType operand = w.dtype == DType::BF16 ? DType::BF16 : DType::F16;
       const std::size_t x_count = static_cast<std::size_t>(n_tokens) * cols;
       if (operand != rounded_as) {
-        launch_round_to_16bit(x, x_count, operand, grown(activations_, x_count), stream_);
+        std::uint16_t* copy = grown(activations_, x_count);
+        launch_round_to_16bit(x, x_count, operand, copy, stream_);
+        x16 = copy;
         rounded_as = operand;
       }
       const cudaDataType type = operand == DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
       check(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one, w16, type, cols,
-                         activations_.data(), type, cols, &zero, p.out, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                         x16, type, cols, &zero, p.out, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
                          CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
     }
@@ -90,9 +94,11 @@ class GemmContext {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
 
-void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens) {
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
+                       HalfCopy half) {
   check_gemm_group(products, n_tokens);
-  if (n_tokens > 0) ctx.multiply(products, x, n_tokens);
+  check_half_copy(half, "launch_gemm");
+  if (n_tokens > 0) ctx.multiply(products, x, n_tokens, half);
 }
 
 }  // namespace rf::gpu

@@ -12,7 +12,8 @@ class GemmContext {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
 
-void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens) {
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
+                       HalfCopy) {
   check_gemm_group(products, n_tokens);
   for (const WeightProduct& p : products) launch_gemm_tiled(p.w, x, n_tokens, p.out, ctx.stream);
 }

@@ -57,6 +57,7 @@ class LlamaForwardGpu : public ForwardPass {
   // Device buffers of one step, carved from one allocation each.
   struct Activations {
     float *x, *normed, *q, *k, *v, *attn, *proj, *gate, *up, *logit_in, *logits;
+    std::uint16_t* half;  // a GEMM input's 16-bit copy, from the norm or SwiGLU before it
   };
   struct StepInputs {
     std::int32_t *tokens, *positions, *seq, *slots, *logit_tokens, *block_tables;
@@ -91,6 +92,9 @@ class LlamaForwardGpu : public ForwardPass {
   // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
   // step's buffer for it; else none.
   QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
+  // Where the GEMM that multiplies w for n_tokens takes a 16-bit copy of its input (16-bit and
+  // quantized weights): the step's buffer for it, as the type it needs; else none.
+  HalfCopy half_copy_for(const WeightMatrix& w, int n_tokens) const;
   AttentionPlan attention_plan(const AttentionBatch& batch) const;
   // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
   void project(std::span<const WeightProduct> products, GemvInput x, int n_tokens);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 
+#include "backend/gpu/launch_check.h"
 #include "backend/gpu/vendor.h"
 #include "formats/weight_matrix.h"
 #include "model/config.h"
@@ -36,12 +37,25 @@ std::size_t quantized_activations_bytes(std::size_t tokens, std::size_t cols);
 // out = x rounded as QuantizedActivations describes, for n_tokens rows of cols values.
 void launch_quantize_activations(const float* x, int n_tokens, int cols, QuantizedActivations out, gpuStream_t stream);
 
+// An activation's copy rounded to 16 bits (to nearest even) for a vendor BLAS's tensor-core GEMM,
+// written by the kernel that makes the activation, so that the GEMM needs no rounding pass of its own
+// (a launch and a wait each: about 3 us of a decode batch's layer on an H100). type: BF16 or F16.
+struct HalfCopy {
+  std::uint16_t* data = nullptr;
+  DType type = DType::BF16;
+};
+
+// Throws unless `half` is none or of a 16-bit type.
+inline void check_half_copy(HalfCopy half, const char* launch) {
+  require(!half.data || half.type == DType::BF16 || half.type == DType::F16, launch, "a 16-bit copy is bf16 or f16");
+}
+
 // For each of `rows` rows of n values: x += residual (when residual is not null), then
 // out = x / rms(x) * weight: the residual update fused with the next norm. out may alias x. Where
-// `rounded` has codes, out is also rounded into it (launch_quantize_activations), in the same pass
-// where rows fit in registers.
+// `rounded` has codes, out is also rounded into it (launch_quantize_activations), and where `half` has
+// data, into that; both in the same pass where rows fit in registers.
 void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
-                     gpuStream_t stream, QuantizedActivations rounded = {});
+                     gpuStream_t stream, QuantizedActivations rounded = {}, HalfCopy half = {});
 
 struct HeadShape {
   int n_heads;     // query heads
@@ -70,8 +84,9 @@ void launch_rope_kv_append(float* q, const float* k, const float* v, const std::
                            const std::int32_t* slots, int n_tokens, HeadShape shape, const float* inv_freq,
                            RopeLayout layout, KvCacheLayer cache, gpuStream_t stream);
 
-// out[i] = silu(gate[i]) * up[i] for n values; out may alias gate or up.
-void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream);
+// out[i] = silu(gate[i]) * up[i] for n values; out may alias gate or up. Where `half` has data, out is
+// also written there rounded.
+void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream, HalfCopy half = {});
 
 // x[r * width + i] += bias[i] for each of `rows` rows: Qwen2's q/k/v biases.
 void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream_t stream);
@@ -79,15 +94,16 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
-// A GEMV's input: x, and where the caller made one, its int8 copy (launch_quantize_activations).
-// Q8_0 and Q4_0 weights multiply the copy by integer dot products (a fifth of the instructions per
-// weight of decoding to fp32; the result moves by x's rounding, relative 1e-3 to 1e-2, as in
-// llama.cpp); other types read x.
+// A projection's input: x, and where the caller made them, its int8 copy (launch_quantize_activations)
+// and its 16-bit copy. The GEMV's Q8_0 and Q4_0 weights multiply the int8 copy by integer dot products
+// (a fifth of the instructions per weight of decoding to fp32; the result moves by x's rounding,
+// relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy.
 struct GemvInput {
   const float* x;
   QuantizedActivations rounded{};
+  HalfCopy half{};
   GemvInput(const float* x) : x(x) {}  // implicit: most inputs are x alone
-  GemvInput(const float* x, QuantizedActivations rounded) : x(x), rounded(rounded) {}
+  GemvInput(const float* x, QuantizedActivations rounded, HalfCopy half = {}) : x(x), rounded(rounded), half(half) {}
 };
 
 // Whether launch_gemv of w reads a GemvInput's int8 copy.
@@ -136,8 +152,10 @@ std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream);
 
 // For each product, out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the
 // prefill products (n_tokens > 1; the decode GEMV above serves n_tokens == 1), any stored type of W.
-// The products of one group share x, so it is prepared (rounded for the tensor cores) once.
-void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens);
+// The products of one group share x, so it is prepared (rounded for the tensor cores) once, or not at
+// all where `half` is x already rounded to the type the products need.
+void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
+                       HalfCopy half = {});
 
 inline void launch_gemm(GemmContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
   const WeightProduct product{w, out};

@@ -1,5 +1,6 @@
 // RMSNorm, optionally fused with the residual add before it; and Qwen3's per-head q/k norm.
 #include "backend/gpu/dependent_launch.cuh"
+#include "backend/gpu/gemm_kernels.h"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 #include "backend/gpu/quantize_activations.cuh"
@@ -36,7 +37,8 @@ constexpr int kMaxVectors = 8;
 
 template <int kThreads, int kVectors>
 __device__ void rms_norm_row_in_registers(float* x, const float* residual, const float* weight, int n, float eps,
-                                          float* out, QuantizedActivations rounded, std::size_t first_vector) {
+                                          float* out, QuantizedActivations rounded, HalfCopy half,
+                                          std::size_t first_vector) {
   const int vectors = n / 4;
   float4 w[kVectors];
 #pragma unroll
@@ -69,6 +71,12 @@ __device__ void rms_norm_row_in_registers(float* x, const float* residual, const
     const int i = static_cast<int>(threadIdx.x) + j * kThreads;
     v[j] = make_float4(v[j].x * scale * w[j].x, v[j].y * scale * w[j].y, v[j].z * scale * w[j].z, v[j].w * scale * w[j].w);
     if (i < vectors) reinterpret_cast<float4*>(out)[i] = v[j];
+    if (half.data && i < vectors) {
+      const bool bf16 = half.type == DType::BF16;
+      reinterpret_cast<uint2*>(half.data + 4 * first_vector)[i] =
+          make_uint2(float_to_16bit(v[j].x, bf16) | static_cast<unsigned>(float_to_16bit(v[j].y, bf16)) << 16,
+                     float_to_16bit(v[j].z, bf16) | static_cast<unsigned>(float_to_16bit(v[j].w, bf16)) << 16);
+    }
   }
   if (!rounded.codes) return;
 #pragma unroll
@@ -85,11 +93,12 @@ constexpr int kHeadThreads = kMaxWarpSize;
 // kVectors 0: rows too long for registers, or not of whole vectors.
 template <int kThreads, int kVectors>
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(float* x, const float* residual, const float* weight, int n,
-                                                            float eps, float* out, QuantizedActivations rounded) {
+                                                            float eps, float* out, QuantizedActivations rounded,
+                                                            HalfCopy half) {
   const std::size_t offset = static_cast<std::size_t>(blockIdx.x) * n;
   if constexpr (kVectors > 0) {
     rms_norm_row_in_registers<kThreads, kVectors>(x + offset, residual ? residual + offset : nullptr, weight, n, eps,
-                                                  out + offset, rounded, offset / 4);
+                                                  out + offset, rounded, half, offset / 4);
   } else {
     begin_dependent();
     rms_norm_row<kThreads>(x + offset, residual ? residual + offset : nullptr, weight, n, eps, out + offset);
@@ -110,11 +119,13 @@ __global__ void __launch_bounds__(kThreads) qk_norm_kernel(float* q, float* k, c
 }  // namespace
 
 void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
-                     gpuStream_t stream, QuantizedActivations rounded) {
+                     gpuStream_t stream, QuantizedActivations rounded, HalfCopy half) {
   require(rows >= 0 && n > 0, "launch_rms_norm", "empty rows or negative row count");
+  check_half_copy(half, "launch_rms_norm");
   if (rows == 0) return;
   const bool vectors = n % 4 == 0 && n <= kRowThreads * 4 * kMaxVectors &&
-                       [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out);
+                       [](auto... p) { return ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...); }(x, residual, weight, out) &&
+                       reinterpret_cast<std::uintptr_t>(half.data) % 8 == 0;
   // Rounding in the same pass needs whole blocks of 32 in registers; else it is a pass of its own.
   const bool round_here = rounded.codes && vectors && n % 32 == 0;
   auto kernel = rms_norm_kernel<kRowThreads, 0>;
@@ -126,8 +137,9 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
                                : rms_norm_kernel<kRowThreads, kMaxVectors>;
   }
   launch_dependent(kernel, rows, kRowThreads, 0, stream, x, residual, weight, n, eps, out,
-                   round_here ? rounded : QuantizedActivations{});
+                   round_here ? rounded : QuantizedActivations{}, vectors ? half : HalfCopy{});
   if (rounded.codes && !round_here) launch_quantize_activations(out, rows, n, rounded, stream);
+  if (half.data && !vectors) launch_round_to_16bit(out, static_cast<std::size_t>(rows) * n, half.type, half.data, stream);
 }
 
 void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,

@@ -175,5 +175,18 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 __device__ __forceinline__ float half_bits_to_float(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
 __device__ __forceinline__ unsigned short float_to_half_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
 
+// Round to nearest even; NaN stays a (quiet) NaN. The device twin of rf::f32_to_bf16.
+__device__ __forceinline__ unsigned short float_to_bf16_bits(float v) {
+  unsigned u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned short>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<unsigned short>(u >> 16);
+}
+
+// v rounded to bf16's bits or else f16's.
+__device__ __forceinline__ unsigned short float_to_16bit(float v, bool bf16) {
+  return bf16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
+}
+
 }  // namespace rf::gpu
 #endif  // device half

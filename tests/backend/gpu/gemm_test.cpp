@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "backend/gpu/gemm_kernels.h"
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
@@ -86,6 +88,32 @@ TEST_F(Gemm, LaunchGemmMatchesDecodedWeightsForEveryType) {
     check("gemm", c, tolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
       launch_gemm(*context, w, x, n, out);
     });
+  }
+}
+
+// Given x's 16-bit copy, the GEMM multiplies it instead of rounding x itself: the same bits as without
+// (the copy is what the GEMM's own rounding makes), and a copy that is not x's shows.
+TEST_F(Gemm, TakesTheCallersHalfCopy) {
+  auto context = make_gemm_context(stream());
+  for (const Case& c : {Case{DType::BF16, 7, 129, 4096}, Case{DType::F16, 3, 200, 520}, Case{DType::Q8_0, 2, 70, 4096}}) {
+    const auto w = encode_rows(c.type, random_floats(c.rows * c.cols), c.rows, c.cols);
+    DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+    DeviceBuffer<float> x_gpu(random_floats(c.tokens * c.cols)), own(c.tokens * c.rows), given(c.tokens * c.rows);
+    DeviceBuffer<std::uint16_t> half(c.tokens * c.cols);
+    const DType operand = c.type == DType::BF16 ? DType::BF16 : DType::F16;
+    const WeightMatrix matrix{c.type, c.rows, c.cols, w_gpu.data()};
+    const WeightProduct product{matrix, given.data()};
+    launch_gemm(*context, matrix, x_gpu.data(), c.tokens, own.data());
+    launch_round_to_16bit(x_gpu.data(), c.tokens * c.cols, operand, half.data(), stream());
+    launch_gemm_group(*context, std::span(&product, 1), x_gpu.data(), c.tokens, {half.data(), operand});
+    synchronize();
+    EXPECT_EQ(bits(own.download()), bits(given.download())) << dtype_name(c.type);
+    if (std::string(backend_name()) != "cuda") continue;  // HIP's tiled GEMM multiplies fp32 x, copy or not
+    RF_GPU_CHECK(gpuMemset(half.data(), 0, half.bytes()));  // a copy of zeros: the products are zeros
+    launch_gemm_group(*context, std::span(&product, 1), x_gpu.data(), c.tokens, {half.data(), operand});
+    synchronize();
+    const auto zeros = given.download();
+    EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; })) << dtype_name(c.type);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
+#include "util/half.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -38,6 +39,32 @@ TEST_F(RmsNorm, FusedResidualAddMatchesCpu) {
       const std::string name = std::string(with_residual ? "add+rms_norm" : "rms_norm") + " n=" + std::to_string(n);
       expect_close(name + " out", out_gpu.download(), out_ref, kTolerance);
       expect_close(name + " x", x_gpu.download(), x_ref, kTolerance);
+    }
+  }
+}
+
+// The 16-bit copy is the output rounded to nearest even, bit for bit: in the pass itself where rows fit
+// in registers (4096), and by a pass of its own where they do not (4099, 8200 * 5).
+TEST_F(RmsNorm, HalfCopyIsTheOutputRounded) {
+  for (const int n : {4096, 4099, 41000}) {
+    for (const DType type : {DType::BF16, DType::F16}) {
+      const int rows = 3;
+      const auto x = random_floats(rows * n, -3.0f, 3.0f), residual = random_floats(rows * n, -3.0f, 3.0f);
+      const auto weight = random_floats(n, 0.5f, 1.5f);
+      DeviceBuffer<float> x_gpu(x), residual_gpu(residual), weight_gpu(weight), out_gpu(rows * n);
+      DeviceBuffer<std::uint16_t> half_gpu(rows * n);
+      out_gpu.poison();
+      half_gpu.poison();
+      launch_rms_norm(x_gpu.data(), residual_gpu.data(), weight_gpu.data(), rows, n, 1e-5f, out_gpu.data(), stream(), {},
+                      {half_gpu.data(), type});
+      synchronize();
+      const auto out = out_gpu.download();
+      const auto half = half_gpu.download();
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        mismatches += half[i] != (type == DType::BF16 ? f32_to_bf16(out[i]) : f32_to_f16(out[i]));
+      }
+      EXPECT_EQ(mismatches, 0u) << dtype_name(type) << " n=" << n;
     }
   }
 }

@@ -4,6 +4,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
+#include "util/half.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -23,6 +24,23 @@ TEST_F(Elementwise, SwigluMatchesCpu) {
     std::vector<float> ref(n);
     cpu::silu_mul(gate.data(), up.data(), n, ref.data());
     expect_close("swiglu n=" + std::to_string(n), out_gpu.download(), ref, kTolerance);
+  }
+}
+
+TEST_F(Elementwise, SwigluHalfCopyIsTheOutputRounded) {
+  const std::size_t n = 3 * 14336 + 5;
+  for (const DType type : {DType::BF16, DType::F16}) {
+    DeviceBuffer<float> gate_gpu(random_floats(n, -8.0f, 8.0f)), up_gpu(random_floats(n, -2.0f, 2.0f)), out_gpu(n);
+    DeviceBuffer<std::uint16_t> half_gpu(n);
+    out_gpu.poison();
+    half_gpu.poison();
+    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), stream(), {half_gpu.data(), type});
+    synchronize();
+    const auto out = out_gpu.download();
+    const auto half = half_gpu.download();
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < n; ++i) mismatches += half[i] != (type == DType::BF16 ? f32_to_bf16(out[i]) : f32_to_f16(out[i]));
+    EXPECT_EQ(mismatches, 0u) << dtype_name(type);
   }
 }
 
