@@ -254,7 +254,7 @@ void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& 
 
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
                               HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream,
-                              const DecodeRope& rope) {
+                              const DecodeRope& rope, HalfCopy half) {
   check_shape(batch, shape);
   require(plan.decode_splits >= 1 && plan.decode_splits <= kMaxSplits, "launch_attention", "bad split count");
   require(aligned(q, 16) && aligned(out, 8) && aligned(cache.keys, 16) && aligned(cache.values, 16), "launch_attention",
@@ -264,6 +264,9 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
   require(rope.row_stride == 0 || (rope.k && rope.row_stride % 4 == 0), "launch_attention",
           "a row stride for q, k and v needs the fused RoPE and a multiple of 4");
   require(plan.decode_splits == 1 || workspace != nullptr, "launch_attention", "split partials need a workspace");
+  check_half_copy(half, "launch_attention");
+  require(!half.data || rope.k || plan.every_token_decodes, "launch_attention",
+          "a 16-bit copy of out needs every token to decode");
   require(!plan.tensor_cores || tensor_core_attention_available(shape.head_dim), "launch_attention",
           "the tensor-core kernel does not run here");
   if (batch.n_tokens == 0) return;
@@ -280,7 +283,7 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
     }
   }
   launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, plan.every_token_decodes, rope, workspace, out,
-                stream);
+                half, stream);
 }
 
 }  // namespace rf::gpu

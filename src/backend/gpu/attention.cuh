@@ -146,7 +146,8 @@ std::size_t decode_workspace_bytes(int splits, const AttentionBatch& batch, Head
 void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape shape, void* workspace,
                             gpuStream_t stream);
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out, gpuStream_t stream);
+                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out, HalfCopy half,
+                   gpuStream_t stream);
 
 // The tensor-core prefill kernel (attention_mma.cu), for tokens [0, n_tokens) in tiles of
 // tensor_core_tiling(group).tokens. False where this build or device cannot run it.

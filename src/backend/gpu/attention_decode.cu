@@ -48,6 +48,7 @@ struct DecodeParams {
   bool every_token;    // false: tokens not alone in their sequence are the prefill kernel's
   DecodeRope rope;     // rope.k null: q and the cache are already rotated and appended
   float* out;
+  HalfCopy half;       // out's 16-bit copy, where asked for
   float* partial_out;  // [range][token][q_dim], each normalised by its own sum (several ranges only)
   float* partial_lse;  // [range][token][head]: log2 of that sum, in base-2 score units (-inf: no keys)
   unsigned* arrivals;  // [token][blockIdx.y]: ranges done; the last block resets it to 0
@@ -107,6 +108,12 @@ struct LaneRope {
     }
   }
 };
+
+// out[at] = o, and its 16-bit copy where asked for.
+__device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at, float o) {
+  p.out[at] = o;
+  if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
+}
 
 // Counts this block's range of its token as done: true in the block that finishes the token's ranges
 // last (for these heads), which then merges them.
@@ -304,7 +311,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
     }
     const float o = total > 0.0f ? value / total : 0.0f;
     if (!split) {
-      p.out[token_offset + e] = o;
+      write_out(p, token_offset + e, o);
       continue;
     }
     p.partial_out[blockIdx.z * range_stride + token_offset + e] = o;
@@ -330,7 +337,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
       total += weight;
       value += weight * partial_out[r * range_stride + token_offset + e];
     }
-    p.out[token_offset + e] = value / total;
+    write_out(p, token_offset + e, value / total);
   }
 }
 
@@ -396,12 +403,12 @@ int decode_blocks_per_wave(HeadShape shape) {
 }
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out,
+                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out, HalfCopy half,
                    gpuStream_t stream) {
   const int chunks = decode_head_chunks(shape);
   const int keys_per_split = (batch.max_positions + splits - 1) / splits;
   DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
-                 rope, out, nullptr, nullptr, nullptr};
+                 rope, out, half, nullptr, nullptr, nullptr};
   if (splits > 1) {
     p.arrivals = static_cast<unsigned*>(workspace);
     p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, batch, shape));

@@ -22,7 +22,11 @@ DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host
     d.bq = upload(l.bq), d.bk = upload(l.bk), d.bv = upload(l.bv);
     d.q_norm = upload(l.q_norm), d.k_norm = upload(l.k_norm);
     d.ffn_norm = upload(l.ffn_norm);
-    d.w_gate = upload(l.w_gate), d.w_up = upload(l.w_up), d.w_down = upload(l.w_down);
+    const WeightMatrix gate_up[] = {l.w_gate, l.w_up};
+    WeightMatrix ffn_views[2];
+    d.w_gate_up = upload_stacked(gate_up, ffn_views);
+    d.w_gate = ffn_views[0], d.w_up = ffn_views[1];
+    d.w_down = upload(l.w_down);
   }
 }
 

@@ -24,8 +24,10 @@ struct DeviceLayer {
   const float* ffn_norm;
   WeightMatrix w_gate, w_up, w_down;
   // wq, wk and wv as one matrix (their rows in that order, in one allocation) where they share a type
-  // and column count: a batch's q, k and v then come from one GEMM. Else null data.
+  // and column count: a batch's q, k and v then come from one GEMM. Else null data. The same for
+  // w_gate and w_up.
   WeightMatrix wqkv{};
+  WeightMatrix w_gate_up{};
 };
 
 class DeviceWeights {

@@ -44,6 +44,8 @@ class GemmContext {
       const float one = 1.0f, zero = 0.0f;
       // Row-major out[n_tokens][rows] = x[n_tokens][cols] W^T is, to column-major cuBLAS, W^T (W's rows
       // are its columns) times x.
+      require(x || (w.dtype != DType::F32 && rounded_as == (w.dtype == DType::BF16 ? DType::BF16 : DType::F16)),
+              "launch_gemm", "no x, and no 16-bit copy of the type these weights need");
       if (w.dtype == DType::F32) {
         check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one,
                           static_cast<const float*>(w.data), cols, x, cols, &zero, p.out, rows),
@@ -93,6 +95,8 @@ class GemmContext {
 };
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
+
+bool gemm_takes_half_copy() { return true; }
 
 void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
                        HalfCopy half) {

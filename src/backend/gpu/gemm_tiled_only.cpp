@@ -12,6 +12,8 @@ class GemmContext {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream) { return std::make_unique<GemmContext>(stream); }
 
+bool gemm_takes_half_copy() { return false; }
+
 void launch_gemm_group(GemmContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
                        HalfCopy) {
   check_gemm_group(products, n_tokens);

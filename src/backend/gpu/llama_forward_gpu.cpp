@@ -123,6 +123,7 @@ std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* bas
   a.v = a.k ? a.k + static_cast<std::size_t>(tokens) * c.kv_dim() : nullptr;
   a.attn = take(c.q_dim());
   a.proj = take(c.hidden_size);
+  // gate and up adjacent: a stacked gate/up GEMM writes rows of 2 intermediate_size over both.
   a.gate = take(c.intermediate_size);
   a.up = take(c.intermediate_size);
   a.logit_in = take(c.hidden_size);
@@ -255,7 +256,7 @@ QuantizedActivations LlamaForwardGpu::rounding_for(const WeightMatrix& w, int n_
 }
 
 HalfCopy LlamaForwardGpu::half_copy_for(const WeightMatrix& w, int n_tokens) const {
-  if (gemv_serves(n_tokens) || w.dtype == DType::F32) return {};
+  if (gemv_serves(n_tokens) || w.dtype == DType::F32 || !gemm_takes_half_copy()) return {};
   return {activations_.half, w.dtype == DType::BF16 ? DType::BF16 : DType::F16};
 }
 
@@ -350,16 +351,25 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const Atte
                           cache, stream);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  half = fused_rope.k ? half_copy_for(w.wo, n) : HalfCopy{};
   launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
-                           stream, fused_rope);
+                           stream, fused_rope, half);
   rounded = rounding_for(w.wo, n);
   if (rounded.codes) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
-  project(w.wo, {a.attn, rounded}, n, a.proj);
+  project(w.wo, {a.attn, rounded, half}, n, a.proj);
   rounded = rounding_for(w.w_gate, n);
   half = half_copy_for(w.w_gate, n);
   launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream, rounded, half);
+  // A GEMM of the stacked gate and up, where down multiplies SwiGLU's 16-bit copy alone (two GEMMs of one
+  // x cost a launch more: 32 sequences, Llama 3 8B bf16, H100: 90.5 against 88.2 us).
+  const float* down_input = a.gate;  // null where SwiGLU writes only the copy
   if (gemv_serves(n) && same_type(w.w_gate, w.w_up)) {
     launch_gemv_swiglu(w.w_gate, w.w_up, {a.normed, rounded}, n, a.gate, stream);
+  } else if (w.w_gate_up.data && half_copy_for(w.w_down, n).data) {
+    project(w.w_gate_up, {a.normed, {}, half}, n, a.gate);
+    half = half_copy_for(w.w_down, n);
+    launch_swiglu_stacked(a.gate, n, c.intermediate_size, half, stream);
+    down_input = nullptr;
   } else {
     const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
     project(gate_up, {a.normed, rounded, half}, n);
@@ -368,7 +378,7 @@ void LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const Atte
   }
   rounded = rounding_for(w.w_down, n);
   if (rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, rounded, stream);
-  project(w.w_down, {a.gate, rounded, half}, n, a.proj);
+  project(w.w_down, {down_input, rounded, half}, n, a.proj);
 }
 
 DeviceCeilings LlamaForwardGpu::measure_ceilings() {

@@ -88,6 +88,10 @@ void launch_rope_kv_append(float* q, const float* k, const float* v, const std::
 // also written there rounded.
 void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream, HalfCopy half = {});
 
+// SwiGLU of a stacked gate and up product (each row `width` gate values, then `width` up values),
+// written only as the 16-bit copy that the next GEMM multiplies: out.data[r * width + i].
+void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy out, gpuStream_t stream);
+
 // x[r * width + i] += bias[i] for each of `rows` rows: Qwen2's q/k/v biases.
 void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream_t stream);
 
@@ -149,6 +153,10 @@ struct std::default_delete<rf::gpu::GemmContext> {
 namespace rf::gpu {
 
 std::unique_ptr<GemmContext> make_gemm_context(gpuStream_t stream);
+
+// Whether launch_gemm_group multiplies a HalfCopy it is given (vendor BLAS builds), or x always (the
+// tiled kernel of HIP builds without one, which multiplies in fp32).
+bool gemm_takes_half_copy();
 
 // For each product, out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the
 // prefill products (n_tokens > 1; the decode GEMV above serves n_tokens == 1), any stored type of W.

@@ -3,6 +3,7 @@
 #include "attention_setup.h"
 #include "backend/gpu/attention_kernels.h"
 #include "gpu_test.h"
+#include "util/half.h"
 #include "util/error.h"
 
 namespace rf::gpu::test {
@@ -104,7 +105,8 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
 
 // A decode step with RoPE and the KV append fused into the decode kernel gives the same bits as
 // launch_rope_kv_append followed by attention: the same output, the same cache. Group sizes 4, 8 and 16
-// (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range).
+// (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range). The
+// fused launch also writes out's 16-bit copy (bf16 unsplit, f16 split): out rounded, bit for bit.
 TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {64, 1}, {0, 1}, {299, 1}};
   for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}}) {
@@ -137,10 +139,17 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
         launch_attention_planned(plan, q.data(), {keys.data(), values.data()}, batch, shape, problem.scale(),
                                  separate.data(), workspace.data(), stream());
         const DecodeRope rope{k.data(), v.data(), slots_gpu.data(), inv_freq.data(), layout};
+        const DType half_type = splits == 1 ? DType::BF16 : DType::F16;
+        DeviceBuffer<std::uint16_t> half(problem.q.size());
+        half.poison();
         launch_attention_planned(plan, problem.q_gpu.data(), {fused_keys.data(), fused_values.data()}, batch, shape,
-                                 problem.scale(), fused.data(), workspace.data(), stream(), rope);
+                                 problem.scale(), fused.data(), workspace.data(), stream(), rope, {half.data(), half_type});
         synchronize();
-        expect_close(name, fused.download(), separate.download(), 0.0);
+        const auto out = fused.download();
+        expect_close(name, out, separate.download(), 0.0);
+        std::vector<std::uint16_t> rounded(out.size());
+        for (std::size_t i = 0; i < out.size(); ++i) rounded[i] = half_type == DType::BF16 ? f32_to_bf16(out[i]) : f32_to_f16(out[i]);
+        EXPECT_EQ(half.download(), rounded) << name << ": out's 16-bit copy";
         EXPECT_EQ(fused_keys.download(), keys.download()) << name << ": keys in the cache";
         EXPECT_EQ(fused_values.download(), values.download()) << name << ": values in the cache";
       }

@@ -44,6 +44,28 @@ TEST_F(Elementwise, SwigluHalfCopyIsTheOutputRounded) {
   }
 }
 
+// A stacked gate/up product's SwiGLU: the copy launch_swiglu makes of the same gate and up rows.
+TEST_F(Elementwise, StackedSwigluGivesTheCopyOfSeparateRows) {
+  const int rows = 5, width = 14336 + 3;
+  for (const DType type : {DType::BF16, DType::F16}) {
+    const auto gate_up = random_floats(std::size_t{2} * rows * width, -8.0f, 8.0f);
+    std::vector<float> gate, up;
+    for (int r = 0; r < rows; ++r) {
+      const auto row = gate_up.begin() + std::size_t{2} * r * width;
+      gate.insert(gate.end(), row, row + width);
+      up.insert(up.end(), row + width, row + 2 * width);
+    }
+    const std::size_t n = std::size_t{rows} * width;
+    DeviceBuffer<float> stacked_gpu(gate_up), gate_gpu(gate), up_gpu(up), out_gpu(n);
+    DeviceBuffer<std::uint16_t> stacked_half(n), separate_half(n);
+    stacked_half.poison();
+    launch_swiglu_stacked(stacked_gpu.data(), rows, width, {stacked_half.data(), type}, stream());
+    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), stream(), {separate_half.data(), type});
+    synchronize();
+    EXPECT_EQ(stacked_half.download(), separate_half.download()) << dtype_name(type);
+  }
+}
+
 TEST_F(Elementwise, SoftmaxMatchesCpu) {
   for (const int n : {1, 7, 1000, 128256 + 3}) {
     const int rows = 3;
