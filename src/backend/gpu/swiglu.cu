@@ -11,22 +11,23 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;  // enough to fill any current GPU; threads then stride
 
-// Output i is row i / width's column i % width; gate's and up's rows lie row_stride apart.
+// Output i is row i / width's column i % width; gate's and up's rows lie row_stride apart (where they
+// are packed, width == row_stride, and i is the index itself: no 64-bit division per element).
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* gate, const float* up, std::size_t n,
                                                           std::size_t width, std::size_t row_stride, float* out,
                                                           HalfCopy half) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   const bool bf16 = half.type == DType::BF16;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
-    const std::size_t from = i / width * row_stride + i % width;
+    const std::size_t from = width == row_stride ? i : i / width * row_stride + i % width;
     const float v = swiglu(gate[from], up[from]);
     if (out) out[i] = v;
     if (half.data) half.data[i] = float_to_16bit(v, bf16);
   }
 }
 
-void launch(const float* gate, const float* up, std::size_t n, std::size_t width, std::size_t row_stride, float* out,
-            HalfCopy half, gpuStream_t stream) {
+void launch_rows(const float* gate, const float* up, std::size_t n, std::size_t width, std::size_t row_stride,
+                 float* out, HalfCopy half, gpuStream_t stream) {
   check_half_copy(half, "launch_swiglu");
   if (n == 0) return;
   const auto blocks = static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
@@ -37,13 +38,13 @@ void launch(const float* gate, const float* up, std::size_t n, std::size_t width
 }  // namespace
 
 void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, gpuStream_t stream, HalfCopy half) {
-  launch(gate, up, n, n, n, out, half, stream);
+  launch_rows(gate, up, n, n, n, out, half, stream);
 }
 
 void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy out, gpuStream_t stream) {
   require(rows >= 0 && width > 0 && out.data, "launch_swiglu_stacked", "needs rows of a positive width and a copy to write");
   const auto w = static_cast<std::size_t>(width);
-  launch(gate_up, gate_up + w, static_cast<std::size_t>(rows) * w, w, 2 * w, nullptr, out, stream);
+  launch_rows(gate_up, gate_up + w, static_cast<std::size_t>(rows) * w, w, 2 * w, nullptr, out, stream);
 }
 
 }  // namespace rf::gpu
