@@ -44,7 +44,8 @@ TEST_F(RmsNorm, FusedResidualAddMatchesCpu) {
 }
 
 // The 16-bit copy is the output rounded to nearest even, bit for bit: in the pass itself where rows fit
-// in registers (4096), and by a pass of its own where they do not (4099, 8200 * 5).
+// in registers (4096), and by a pass of its own where they do not (4099: not whole float4s; 41000:
+// longer than the register path's 8192).
 TEST_F(RmsNorm, HalfCopyIsTheOutputRounded) {
   for (const int n : {4096, 4099, 41000}) {
     for (const DType type : {DType::BF16, DType::F16}) {
