@@ -44,7 +44,7 @@ class GemmContext {
       const float one = 1.0f, zero = 0.0f;
       // Row-major out[n_tokens][rows] = x[n_tokens][cols] W^T is, to column-major cuBLAS, W^T (W's rows
       // are its columns) times x.
-      require(x || (w.dtype != DType::F32 && rounded_as == (w.dtype == DType::BF16 ? DType::BF16 : DType::F16)),
+      require(x || (w.dtype != DType::F32 && rounded_as == gemm_operand_type(w.dtype)),
               "launch_gemm", "no x, and no 16-bit copy of the type these weights need");
       if (w.dtype == DType::F32) {
         check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one,
@@ -58,7 +58,7 @@ class GemmContext {
         launch_decode_to_f16(w, decoded, stream_);
         w16 = decoded;
       }
-      const DType operand = w.dtype == DType::BF16 ? DType::BF16 : DType::F16;
+      const DType operand = gemm_operand_type(w.dtype);
       const std::size_t x_count = static_cast<std::size_t>(n_tokens) * cols;
       if (operand != rounded_as) {
         std::uint16_t* copy = grown(activations_, x_count);

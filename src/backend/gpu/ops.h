@@ -45,6 +45,10 @@ struct HalfCopy {
   DType type = DType::BF16;
 };
 
+// The 16-bit type a vendor BLAS multiplies weights of type `weights` in: bf16 for bf16, f16 for the
+// others (f16, and quantized weights decoded to f16). f32 weights take SGEMM instead.
+constexpr DType gemm_operand_type(DType weights) { return weights == DType::BF16 ? DType::BF16 : DType::F16; }
+
 // Throws unless `half` is none or of a 16-bit type.
 inline void check_half_copy(HalfCopy half, const char* launch) {
   require(!half.data || half.type == DType::BF16 || half.type == DType::F16, launch, "a 16-bit copy is bf16 or f16");

@@ -100,7 +100,7 @@ TEST_F(Gemm, TakesTheCallersHalfCopy) {
     DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
     DeviceBuffer<float> x_gpu(random_floats(c.tokens * c.cols)), own(c.tokens * c.rows), given(c.tokens * c.rows);
     DeviceBuffer<std::uint16_t> half(c.tokens * c.cols);
-    const DType operand = c.type == DType::BF16 ? DType::BF16 : DType::F16;
+    const DType operand = gemm_operand_type(c.type);
     const WeightMatrix matrix{c.type, c.rows, c.cols, w_gpu.data()};
     const WeightProduct product{matrix, given.data()};
     launch_gemm(*context, matrix, x_gpu.data(), c.tokens, own.data());
