@@ -47,8 +47,9 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, gpuStream_t stream)
 }
 
 void DeviceSampler::sample(float* logits, int first, int count, gpuStream_t stream) {
-  launch_sample(logits, count, vocab_, device_params_.data() + first, device_history_.data(), counts_.data(),
-                tokens_.data() + first, stream);
+  const std::int32_t* history = history_.empty() ? nullptr : device_history_.data();  // no penalties' launch
+  launch_sample(logits, count, vocab_, device_params_.data() + first, history, counts_.data(), tokens_.data() + first,
+                stream);
 }
 
 std::vector<std::int32_t> DeviceSampler::tokens(gpuStream_t stream) {

@@ -66,6 +66,8 @@ struct GemvArgs {
   int slices;  // per row, decoded by D::decode; plain types read columns past them by D::value
   const float* x;  // token t's vector at x + t * cols
   QuantizedActivations rounded;  // the integer path's x
+  RmsNormOf norm;                // folded into the product where it has a weight (one token)
+  bool accumulate;               // y += W x
   int n_tokens;
 };
 
@@ -91,10 +93,14 @@ __device__ __forceinline__ void for_each_row(F&& f) {
   }
 }
 
-// Adds each row's slices times each token's x to acc, decoding the weights to fp32.
-template <class D, int kMats, int kRows, int kTokens>
+// Adds each row's slices times each token's x to acc, decoding the weights to fp32. With kNorm (one
+// token), x is multiplied by the norm's weight as it is read, and sum_sq gathers x's squares: a block
+// meets every column once.
+template <class D, int kMats, int kRows, int kTokens, bool kNorm>
 __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
-                                                   const float* const (&x)[kTokens], float (&acc)[kMats][kRows][kTokens]) {
+                                                   const float* const (&x)[kTokens], float (&acc)[kMats][kRows][kTokens],
+                                                   float& sum_sq) {
+  static_assert(!kNorm || kTokens == 1);
   const int row_blocks = args.cols / D::kBlockElems;
 #pragma unroll kUnroll
   for (int s = threadIdx.x; s < args.slices; s += kThreads) {
@@ -106,6 +112,12 @@ __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const s
       for (int k = 0; k < kTokens; ++k) {
         float xs[D::kRunLength];
         load_x(x[k] + slice[0][0].column[run], xs);  // a run's columns are the same in every row
+        if constexpr (kNorm) {
+          float weight[D::kRunLength];
+          load_x(args.norm.weight + slice[0][0].column[run], weight);
+#pragma unroll
+          for (int i = 0; i < D::kRunLength; ++i) sum_sq += xs[i] * xs[i], xs[i] *= weight[i];
+        }
         float x_sum = 0.0f;
         if constexpr (D::kHasBias) {
 #pragma unroll
@@ -127,13 +139,17 @@ __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const s
   }
   if constexpr (D::kPlain) {
     for (int c = args.slices * D::kRunLength + threadIdx.x; c < args.cols; c += kThreads) {
+      float xs[kTokens];
+#pragma unroll
+      for (int k = 0; k < kTokens; ++k) xs[k] = x[k][c];
+      if constexpr (kNorm) sum_sq += xs[0] * xs[0], xs[0] *= args.norm.weight[c];
 #pragma unroll
       for (int m = 0; m < kMats; ++m) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
           const float w = D::value(rows[m][r], c);
 #pragma unroll
-          for (int k = 0; k < kTokens; ++k) acc[m][r][k] += w * x[k][c];
+          for (int k = 0; k < kTokens; ++k) acc[m][r][k] += w * xs[k];
         }
       }
     }
@@ -174,7 +190,7 @@ __device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const s
   }
 }
 
-template <class D, int kMats, int kTokens, int kRows, bool kInteger>
+template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
   // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
@@ -208,17 +224,23 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   }
   begin_dependent();
   float acc[kMats][kRows][kTokens] = {};
+  float sum_sq = 0.0f;
   if constexpr (kInteger) {
     accumulate_integer<D>(args, rows, tokens, acc);
   } else {
-    accumulate_decoded<D>(args, rows, x, acc);
+    accumulate_decoded<D, kMats, kRows, kTokens, kNorm>(args, rows, x, acc, sum_sq);
   }
 
   // Sums within each warp, then across the block's warps through shared memory.
   constexpr int kWarps = kThreads / RF_WARP_SIZE;
   static_assert(kRows * kTokens <= kThreads);
   __shared__ float partial[kWarps][kMats][kRows][kTokens];
+  __shared__ float partial_sq[kWarps];
   const int lane = static_cast<int>(threadIdx.x) % RF_WARP_SIZE, warp = static_cast<int>(threadIdx.x) / RF_WARP_SIZE;
+  if constexpr (kNorm) {
+    for (int mask = RF_WARP_SIZE / 2; mask > 0; mask /= 2) sum_sq += shuffle_xor(sum_sq, mask);
+    if (lane == 0) partial_sq[warp] = sum_sq;
+  }
 #pragma unroll
   for (int m = 0; m < kMats; ++m) {
 #pragma unroll
@@ -235,17 +257,25 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   // Thread r + kRows * k writes row r of token k.
   const int r = static_cast<int>(threadIdx.x) % kRows, k = static_cast<int>(threadIdx.x) / kRows;
   if (k >= kTokens || row0 + r >= seg.rows || token0 + k >= args.n_tokens) return;
+  // The folded norm's 1 / rms(x), as launch_rms_norm computes it.
+  float scale = 1.0f;
+  if constexpr (kNorm) {
+    float total = 0.0f;
+    for (int w = 0; w < kWarps; ++w) total += partial_sq[w];
+    scale = 1.0f / sqrtf(total / static_cast<float>(args.cols) + args.norm.eps);
+  }
   float sums[kMats];
 #pragma unroll
   for (int m = 0; m < kMats; ++m) {
     sums[m] = 0.0f;
     for (int w = 0; w < kWarps; ++w) sums[m] += partial[w][m][r][k];
+    sums[m] *= scale;
   }
   float* y = seg.y + static_cast<std::size_t>(token0 + k) * seg.rows + row0 + r;
   if constexpr (kMats == 2) {
     *y = swiglu(sums[0], sums[1]);
   } else {
-    *y = sums[0];
+    *y = args.accumulate ? *y + sums[0] : sums[0];
   }
 }
 
@@ -266,13 +296,16 @@ void with_tokens_per_block(int n_tokens, F&& f) {
 
 // Checks the products against each other and x, and launches one kernel for all of them.
 template <int kMats>
-void launch_products(std::span<const Product> products, GemvInput x, int n_tokens, gpuStream_t stream,
+void launch_products(std::span<const Product> products, GemvInput x, int n_tokens, bool accumulate, gpuStream_t stream,
                      const char* name) {
   require(!products.empty() && products.size() <= kMaxSegments, name, "between 1 and 3 products per launch");
   const WeightMatrix& first = *products[0].w[0];
   require(first.rows > 0 && first.cols > 0 && first.cols <= (1u << 30), name, "weight shape is empty or too large");
   require(n_tokens >= 0 && n_tokens <= (1 << 24), name, "bad token count");
   const bool integer = x.rounded.codes && gemv_reads_rounded(first.dtype);
+  const bool norm = x.norm.weight != nullptr;
+  require(!norm || (n_tokens <= 1 && !integer), name, "a folded norm takes one token, and x in fp32");
+  require(!norm || is_aligned(x.norm.weight, 16), name, "the norm's weight must be 16-byte aligned");
   require(integer ? is_aligned(x.rounded.codes, 16) : is_aligned(x.x, 16), name, "x must be 16-byte aligned");
   require(n_tokens <= 1 || first.cols % 4 == 0, name, "each token's x must be 16-byte aligned: columns a multiple of 4");
   if (n_tokens == 0) return;
@@ -282,6 +315,8 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
   args.cols = static_cast<int>(first.cols);
   args.x = x.x;
   args.rounded = x.rounded;
+  args.norm = x.norm;
+  args.accumulate = accumulate;
   args.n_tokens = n_tokens;
   for (std::size_t i = 0; i < products.size(); ++i) {
     Segment& seg = args.segments[i];
@@ -311,8 +346,15 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
         }
         const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
         require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
-        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, decltype(integer_dot)::value>, static_cast<unsigned>(grid),
-                         kThreads, 0, stream, args);
+        constexpr bool kInteger = decltype(integer_dot)::value;
+        if constexpr (kTokens == 1 && !kInteger) {
+          if (norm) {
+            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, true>, static_cast<unsigned>(grid),
+                                    kThreads, 0, stream, args);
+          }
+        }
+        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false>, static_cast<unsigned>(grid), kThreads, 0,
+                         stream, args);
       };
       if constexpr (D::kIntegerDot) {
         if (integer && kTokens == 1) {
@@ -338,22 +380,22 @@ bool gemv_reads_rounded(DType type) {
   return integer;
 }
 
-void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream) {
+void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream, bool accumulate) {
   const Product product{{&w, nullptr}, y};
-  launch_products<1>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv");
+  launch_products<1>(std::span(&product, 1), x, n_tokens, accumulate, stream, "launch_gemv");
 }
 
 void launch_gemv_group(std::span<const WeightProduct> group, GemvInput x, int n_tokens, gpuStream_t stream) {
   Product products[kMaxSegments];
   require(group.size() <= kMaxSegments, "launch_gemv_group", "at most 3 products per launch");
   for (std::size_t i = 0; i < group.size(); ++i) products[i] = {{&group[i].w, nullptr}, group[i].out};
-  launch_products<1>(std::span(products, group.size()), x, n_tokens, stream, "launch_gemv_group");
+  launch_products<1>(std::span(products, group.size()), x, n_tokens, false, stream, "launch_gemv_group");
 }
 
 void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvInput x, int n_tokens, float* out,
                         gpuStream_t stream) {
   const Product product{{&gate, &up}, out};
-  launch_products<2>(std::span(&product, 1), x, n_tokens, stream, "launch_gemv_swiglu");
+  launch_products<2>(std::span(&product, 1), x, n_tokens, false, stream, "launch_gemv_swiglu");
 }
 
 }  // namespace rf::gpu

@@ -86,9 +86,17 @@ class LlamaForwardGpu : public ForwardPass {
   void drop_graphs_if_gemm_grows(const StepShape& shape);
   AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
-  void launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan, const float* residual);
+  // Returns the residual the next norm adds to x: the layer's last output, or null where it added it.
+  const float* launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan, const float* residual);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
+  // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
+  // o and down GEMVs adding into x: one token, and 16- or 32-bit float weights in every product of a
+  // norm's output. (Q8_0 and Q4_0 read x's int8 copy, which the norm makes; Q4_K and Q6_K are bound by
+  // their decode arithmetic, where the fold's multiply costs more than the launch: q4_k decode, Llama 3
+  // 8B, H100, 187 -> 185.5 tok/s.) Not in batch-invariant mode, whose steps of several tokens keep the
+  // norm's launch.
+  bool folds_norms(int n_tokens) const;
   // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
   // step's buffer for it; else none.
   QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
@@ -98,7 +106,8 @@ class LlamaForwardGpu : public ForwardPass {
   AttentionPlan attention_plan(const AttentionBatch& batch) const;
   // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
   void project(std::span<const WeightProduct> products, GemvInput x, int n_tokens);
-  void project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out);
+  // The same for one product; with `accumulate` (GEMV only), out += W x.
+  void project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate = false);
   KvCacheLayer cache_layer(int layer);
 
   const ModelConfig& config_;
@@ -123,6 +132,8 @@ class LlamaForwardGpu : public ForwardPass {
   // and graphs hold their address: they are dropped then. Only a step of a shape not seen before,
   // which runs eagerly, grows them.
   int most_tokens_ = 0;
+  // Every layer's q, k, v, gate and up hold 16- or 32-bit floats (folds_norms).
+  bool norms_foldable_ = false;
   // A decode shape's first step runs eagerly; the second captures it.
   std::map<StepShape, std::optional<CapturedGraph>> graphs_;
 };

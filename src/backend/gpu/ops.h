@@ -102,16 +102,27 @@ void launch_add_bias(float* x, const float* bias, int rows, int width, gpuStream
 // In-place softmax over each of `rows` rows of n values.
 void launch_softmax(float* x, int rows, int n, gpuStream_t stream);
 
+// An RMSNorm that a single token's GEMV applies to its input itself (launch_rms_norm's, without its
+// launch): the product is then W (x / rms(x) * weight), formed as (W (x * weight)) / rms(x), with x's
+// sum of squares gathered as the GEMV reads x. No weight: no norm.
+struct RmsNormOf {
+  const float* weight = nullptr;
+  float eps = 0.0f;
+};
+
 // A projection's input: x, and where the caller made them, its int8 copy (launch_quantize_activations)
 // and its 16-bit copy. The GEMV's Q8_0 and Q4_0 weights multiply the int8 copy by integer dot products
 // (a fifth of the instructions per weight of decoding to fp32; the result moves by x's rounding,
-// relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy.
+// relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy. A GEMV
+// of one token through the float path may fold x's norm (then x is the residual stream itself).
 struct GemvInput {
   const float* x;
   QuantizedActivations rounded{};
   HalfCopy half{};
+  RmsNormOf norm{};
   GemvInput(const float* x) : x(x) {}  // implicit: most inputs are x alone
   GemvInput(const float* x, QuantizedActivations rounded, HalfCopy half = {}) : x(x), rounded(rounded), half(half) {}
+  GemvInput(const float* x, RmsNormOf norm) : x(x), norm(norm) {}
 };
 
 // Whether launch_gemv of w reads a GemvInput's int8 copy.
@@ -122,8 +133,9 @@ bool gemv_reads_rounded(DType type);
 // output has the same bits whatever n_tokens is (batch invariance). Quantized rows must be whole
 // blocks, Q4_K's data 16-byte aligned, x 16-byte aligned (device allocations are) and, for more than
 // one token, the column count a multiple of 4. Fast for the few tokens of a decode step; prefill
-// goes to launch_gemm.
-void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream);
+// goes to launch_gemm. With `accumulate`, y += W x instead (a residual stream's update).
+void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, gpuStream_t stream,
+                 bool accumulate = false);
 
 // One product of a group that shares its input x: out = W x (per token).
 struct WeightProduct {

@@ -207,8 +207,10 @@ void launch_sample(float* logits, int rows, int vocab, const RowSampling* params
                    std::int32_t* counts, std::int32_t* tokens, gpuStream_t stream) {
   require(rows >= 0 && vocab > 0 && vocab < (1 << 24), "launch_sample", "vocabulary must hold 1 to 2^24 tokens");
   if (rows == 0) return;
-  penalty_kernel<<<rows, kPenaltyThreads, 0, stream>>>(logits, vocab, params, history, counts);
-  RF_GPU_CHECK_LAUNCH();
+  if (history) {
+    penalty_kernel<<<rows, kPenaltyThreads, 0, stream>>>(logits, vocab, params, history, counts);
+    RF_GPU_CHECK_LAUNCH();
+  }
   sample_kernel<<<rows, kSampleThreads, 0, stream>>>(logits, vocab, params, tokens);
   RF_GPU_CHECK_LAUNCH();
 }

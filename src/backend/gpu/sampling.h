@@ -29,8 +29,9 @@ struct RowSampling {
 RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length);
 
 // For each of `rows` rows of `vocab` logits (modified by the penalties): tokens[r] = the row's pick.
-// params, history and tokens are device arrays; counts is rows * vocab ints of zeroed scratch, which
-// the launch leaves zeroed.
+// params, history and tokens are device arrays (history null where no row has a penalty window: the
+// penalties' launch is then left out); counts is rows * vocab ints of zeroed scratch, which the launch
+// leaves zeroed.
 void launch_sample(float* logits, int rows, int vocab, const RowSampling* params, const std::int32_t* history,
                    std::int32_t* counts, std::int32_t* tokens, gpuStream_t stream);
 

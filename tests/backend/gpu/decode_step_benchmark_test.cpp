@@ -2,7 +2,7 @@
 // (bf16, Q8_0, Q4_0 and Q4_K weights, one token, 128 cached positions) replayed 32 times in a captured
 // graph, as the decoder replays its layers, with weight copies that together exceed L2. Q8_0 and
 // Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, and in passes of
-// their own before o and down. The sum over a layer,
+// their own before o and down; bf16 layers fold the norms into the GEMVs after them. The sum over a layer,
 // times 32, against rocmforge bench's tg figure, says how much of a step is kernels and how much is
 // the gaps between them. A bf16 step of 32 sequences (GEMMs through cuBLAS) is broken down the same
 // way, with the whole layer's launches in one graph beside the sum of its parts, and the alternatives
@@ -17,6 +17,7 @@
 #include "backend/gpu/attention_kernels.h"
 #include "backend/gpu/graph.h"
 #include "backend/gpu/ops.h"
+#include "backend/gpu/sampling.h"
 #include "gpu_test.h"
 #include "gpu_timer.h"
 
@@ -51,6 +52,7 @@ class DecodeStepBenchmark : public GpuTest {
   }
   void layer(DType type);
   void batch_layer();
+  void head_and_sampling();
 
   // Median microseconds per launch of launch(layer) over kLayers launches replayed as one graph.
   float time_in_graph(const std::function<void(int layer)>& launch) {
@@ -100,9 +102,14 @@ void DecodeStepBenchmark::layer(DType type) {
   RoundedBuffer rounded(1, kFfn);
   const bool integer = gemv_reads_rounded(type);
   const GemvInput input = integer ? GemvInput{x.data(), rounded.view()} : GemvInput{x.data()};
-  launch_quantize_activations(x.data(), 1, kFfn, rounded.view(), stream());
+  // As the decoder runs one token: a bf16 layer's norms fold into the GEMVs after them, and o and down
+  // add into x (LlamaForwardGpu::folds_norms).
+  const bool fold = !is_quantized(type);
   const float eps = 1e-5f;
+  const GemvInput normed_input = fold ? GemvInput{x.data(), RmsNormOf{norm.data(), eps}} : input;
+  launch_quantize_activations(x.data(), 1, kFfn, rounded.view(), stream());
   auto norm_step = [&] {
+    if (fold) return;
     report(integer ? "rms_norm + residual, rounded to int8" : "rms_norm + residual", time_in_graph([&](int) {
              launch_rms_norm(x.data(), residual.data(), norm.data(), 1, kHidden, eps, out.data(), stream(),
                              integer ? rounded.view() : QuantizedActivations{});
@@ -124,7 +131,7 @@ void DecodeStepBenchmark::layer(DType type) {
     const Matrices wq = matrices(type, kHidden, kHidden), wk = matrices(type, kv_dim, kHidden), wv = matrices(type, kv_dim, kHidden);
     report("gemv q,k,v 6144x4096", time_in_graph([&](int l) {
              const WeightProduct qkv[] = {{wq[l], q.data()}, {wk[l], k.data()}, {wv[l], v.data()}};
-             launch_gemv_group(qkv, input, 1, stream());
+             launch_gemv_group(qkv, normed_input, 1, stream());
            }), wq.bytes() + wk.bytes() + wv.bytes());
     layer_bytes += wq.bytes() + wk.bytes() + wv.bytes();
   }
@@ -150,22 +157,23 @@ void DecodeStepBenchmark::layer(DType type) {
   rounding_step(kHeads.n_heads * kHeads.head_dim);
   {
     const Matrices wo = matrices(type, kHidden, kHidden);
-    report("gemv o 4096x4096", time_in_graph([&](int l) { launch_gemv(wo[l], input, 1, out.data(), stream()); }), wo.bytes());
+    report("gemv o 4096x4096", time_in_graph([&](int l) { launch_gemv(wo[l], input, 1, out.data(), stream(), fold); }),
+           wo.bytes());
     layer_bytes += wo.bytes();
   }
   norm_step();
   {
     const Matrices gate = matrices(type, kFfn, kHidden), up = matrices(type, kFfn, kHidden);
     report("gemv gate,up + swiglu 2x14336x4096", time_in_graph([&](int l) {
-             launch_gemv_swiglu(gate[l], up[l], input, 1, out.data(), stream());
+             launch_gemv_swiglu(gate[l], up[l], normed_input, 1, out.data(), stream());
            }), gate.bytes() + up.bytes());
     layer_bytes += gate.bytes() + up.bytes();
   }
   rounding_step(kFfn);
   {
     const Matrices down = matrices(type, kHidden, kFfn);
-    report("gemv down 4096x14336", time_in_graph([&](int l) { launch_gemv(down[l], input, 1, out.data(), stream()); }),
-           down.bytes());
+    report("gemv down 4096x14336",
+           time_in_graph([&](int l) { launch_gemv(down[l], input, 1, out.data(), stream(), fold); }), down.bytes());
     layer_bytes += down.bytes();
   }
   std::printf("[  bench   ] decode step: one layer %.1f us for %.1f MB of weights; "
@@ -265,6 +273,27 @@ void DecodeStepBenchmark::batch_layer() {
   }
   std::printf("[  bench   ] decode step, %d sequences: kernels %.1f us a layer\n", kBatch, sum);
 }
+
+// What a step spends after its layers: the bf16 output head, and greedy sampling of its rows.
+void DecodeStepBenchmark::head_and_sampling() {
+  constexpr int kVocab = 128256;
+  std::printf("[  bench   ] decode step after the layers, %d-token vocabulary\n", kVocab);
+  DeviceBuffer<float> x(random_floats(kHidden)), logits(random_floats(std::size_t{32} * kVocab));
+  const Matrices head = matrices(DType::BF16, kVocab, kHidden);
+  report("gemv output head, bf16", time_in_graph([&](int l) { launch_gemv(head[l], {x.data()}, 1, logits.data(), stream()); }),
+         head.bytes(), false);
+  for (const int rows : {1, 32}) {
+    RowSampling greedy{};
+    const DeviceBuffer<RowSampling> params(std::vector<RowSampling>(rows, greedy));
+    DeviceBuffer<std::int32_t> counts(std::size_t{32} * kVocab), tokens(rows);
+    counts.zero();
+    report("sample greedily, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
+             launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, counts.data(), tokens.data(), stream());
+           }), static_cast<double>(rows) * kVocab * sizeof(float), false);
+  }
+}
+
+TEST_F(DecodeStepBenchmark, DISABLED_OutputHeadAndSampling) { head_and_sampling(); }
 
 TEST_F(DecodeStepBenchmark, DISABLED_KernelsOfOneLayer) {
   for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) layer(type);

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,29 @@
 namespace rf::gpu::test {
 namespace {
 
-class Gemv : public GpuTest {};
+// Random matrices of one type and column count, one per row count, each with a poisoned output: the
+// products of a GEMV group.
+struct ProductGroup {
+  std::vector<EncodedRows> w;
+  std::vector<DeviceBuffer<std::uint8_t>> w_gpu;
+  std::vector<DeviceBuffer<float>> y_gpu;
+  std::vector<WeightProduct> outputs;
+};
+
+class Gemv : public GpuTest {
+ protected:
+  ProductGroup random_group(DType type, std::span<const std::size_t> rows, std::size_t cols) {
+    ProductGroup group;
+    for (const std::size_t n : rows) {
+      group.w.push_back(encode_rows(type, random_floats(n * cols), n, cols));
+      group.w_gpu.emplace_back(group.w.back().bytes);
+      group.y_gpu.emplace_back(n);
+      group.y_gpu.back().poison();
+      group.outputs.push_back({{type, n, cols, group.w_gpu.back().data()}, group.y_gpu.back().data()});
+    }
+    return group;
+  }
+};
 
 // Weights decode exactly to fp32 and the products accumulate in fp32; the reference accumulates the
 // same decoded weights in double. (No bf16/f16 arithmetic happens, so no wider tolerance is needed.)
@@ -64,17 +87,8 @@ TEST_F(Gemv, GroupComputesEachProduct) {
     const std::size_t block = dtype_info(type).block_elems;
     for (const std::size_t cols : {std::size_t{256}, block == 256 ? std::size_t{768} : std::size_t{96}}) {
       const std::size_t rows[] = {static_cast<std::size_t>(random_int(1, 300)), 7, 5};
-      std::vector<EncodedRows> w;
-      std::vector<DeviceBuffer<std::uint8_t>> w_gpu;
-      std::vector<DeviceBuffer<float>> y_gpu;
-      std::vector<WeightProduct> outputs;
-      for (const std::size_t n : rows) {
-        w.push_back(encode_rows(type, random_floats(n * cols), n, cols));
-        w_gpu.emplace_back(w.back().bytes);
-        y_gpu.emplace_back(n);
-        y_gpu.back().poison();
-        outputs.push_back({{type, n, cols, w_gpu.back().data()}, y_gpu.back().data()});
-      }
+      const ProductGroup group = random_group(type, rows, cols);
+      const auto& [w, w_gpu, y_gpu, outputs] = group;
       const auto x = random_floats(cols);
       DeviceBuffer<float> x_gpu(x);
       launch_gemv_group(outputs, x_gpu.data(), 1, stream());
@@ -202,6 +216,76 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
       }
     }
   }
+}
+
+// x / rms(x) * weight in double, as launch_rms_norm defines it.
+std::vector<float> reference_norm(const std::vector<float>& x, const std::vector<float>& weight, float eps) {
+  double sum_sq = 0.0;
+  for (const float v : x) sum_sq += static_cast<double>(v) * v;
+  const double scale = 1.0 / std::sqrt(sum_sq / static_cast<double>(x.size()) + eps);
+  std::vector<float> normed(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) normed[i] = static_cast<float>(x[i] * scale * weight[i]);
+  return normed;
+}
+
+// A single token's GEMV folds the RMSNorm of x (the residual stream, far from unit scale) into its
+// product: plain products, groups (q, k, v) and the SwiGLU pair, every type through the float path,
+// with rows whose columns leave a tail past the last 16-byte slice. The reference rounds the normed x
+// to fp32 once, which the kernel never forms, so the tolerance allows the fp32 rounding of the norm.
+TEST_F(Gemv, FoldsTheNormOfItsInput) {
+  const float eps = 1e-5f;
+  for (const DType type : kTypes) {
+    const std::size_t block = dtype_info(type).block_elems;
+    const std::size_t cols = block == 1 ? 333 : 4096;
+    const std::size_t rows[] = {static_cast<std::size_t>(random_int(1, 300)), 7, 5};
+    const ProductGroup group = random_group(type, rows, cols);
+    const auto& [w, w_gpu, y_gpu, outputs] = group;
+    const auto up = encode_rows(type, random_floats(rows[1] * cols), rows[1], cols);
+    const auto x = random_floats(cols, -20.0f, 20.0f), weight = random_floats(cols, 0.5f, 2.0f);
+    DeviceBuffer<std::uint8_t> up_gpu(up.bytes);
+    DeviceBuffer<float> x_gpu(x), weight_gpu(weight), swiglu_out(rows[1]);
+    swiglu_out.poison();
+    const GemvInput input{x_gpu.data(), RmsNormOf{weight_gpu.data(), eps}};
+    launch_gemv_group(outputs, input, 1, stream());
+    launch_gemv_swiglu(outputs[1].w, {type, rows[1], cols, up_gpu.data()}, input, 1, swiglu_out.data(), stream());
+    synchronize();
+    const auto normed = reference_norm(x, weight, eps);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      expect_close("gemv, norm folded, " + std::to_string(i) + " " + describe(type, rows[i], cols), y_gpu[i].download(),
+                   reference_product(w[i], rows[i], cols, normed), 1e-5);
+    }
+    const auto g = reference_product(w[1], rows[1], cols, normed), u = reference_product(up, rows[1], cols, normed);
+    std::vector<double> ref(rows[1]);
+    for (std::size_t r = 0; r < rows[1]; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+    expect_close("gemv swiglu, norm folded, " + describe(type, rows[1], cols), swiglu_out.download(), ref, 1e-5);
+  }
+}
+
+// With `accumulate`, the product is added to what y holds (the residual stream's update).
+TEST_F(Gemv, AccumulateAddsTheProductToY) {
+  for (const DType type : {DType::BF16, DType::Q4_0}) {
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 600)), cols = 512;
+    const auto w = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto x = random_floats(cols), y = random_floats(rows, -5.0f, 5.0f);
+    DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+    DeviceBuffer<float> x_gpu(x), y_gpu(y);
+    launch_gemv({type, rows, cols, w_gpu.data()}, x_gpu.data(), 1, y_gpu.data(), stream(), true);
+    synchronize();
+    auto ref = reference_product(w, rows, cols, x);
+    for (std::size_t r = 0; r < rows; ++r) ref[r] += y[r];
+    expect_close("gemv accumulated " + describe(type, rows, cols), y_gpu.download(), ref, kTolerance);
+  }
+}
+
+TEST_F(Gemv, RejectsAFoldedNormItCannotApply) {
+  DeviceBuffer<float> x(2 * 256), weight(256), y(2 * 4);
+  DeviceBuffer<std::uint8_t> w(4 * 1024);
+  const GemvInput norm{x.data(), RmsNormOf{weight.data(), 1e-5f}};
+  EXPECT_THROW(launch_gemv({DType::F16, 4, 256, w.data()}, norm, 2, y.data(), stream()), Error);
+  GemvInput rounded_and_norm = norm;
+  RoundedBuffer rounded(1, 256);
+  rounded_and_norm.rounded = rounded.view();
+  EXPECT_THROW(launch_gemv({DType::Q8_0, 4, 256, w.data()}, rounded_and_norm, 1, y.data(), stream()), Error);
 }
 
 TEST_F(Gemv, RejectsMixedTypesInOneLaunch) {
