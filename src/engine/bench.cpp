@@ -30,7 +30,7 @@ std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::mt19937& 
 // only one row per token is gathered (unless it doubles as the output head).
 double step_weight_bytes(const Checkpoint& ckpt) {
   const auto& e = ckpt.weights().token_embedding;
-  const double embedding = static_cast<double>(e.rows * row_bytes(e.dtype, e.cols));
+  const double embedding = static_cast<double>(e.bytes());
   return static_cast<double>(ckpt.weight_bytes()) - (ckpt.config().tie_word_embeddings ? 0.0 : embedding);
 }
 

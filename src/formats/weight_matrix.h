@@ -13,6 +13,9 @@ struct WeightMatrix {
   std::size_t rows;
   std::size_t cols;
   const void* data;
+
+  // The bytes `data` holds.
+  std::size_t bytes() const { return rows * row_bytes(dtype, cols); }
 };
 
 }  // namespace rf

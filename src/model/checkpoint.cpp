@@ -260,7 +260,7 @@ std::size_t Checkpoint::parameter_count() const {
 std::size_t Checkpoint::weight_bytes() const {
   std::size_t bytes = 0;
   for_each_matrix(weights_, config_.tie_word_embeddings,
-                  [&](const WeightMatrix& m) { bytes += m.rows * row_bytes(m.dtype, m.cols); });
+                  [&](const WeightMatrix& m) { bytes += m.bytes(); });
   return bytes;
 }
 
@@ -268,7 +268,7 @@ std::string Checkpoint::dtype_summary() const {
   std::map<std::string_view, std::size_t> bytes_by_type;
   std::size_t total = 0;
   for_each_matrix(weights_, config_.tie_word_embeddings, [&](const WeightMatrix& m) {
-    const std::size_t b = m.rows * row_bytes(m.dtype, m.cols);
+    const std::size_t b = m.bytes();
     bytes_by_type[dtype_name(m.dtype)] += b;
     total += b;
   });

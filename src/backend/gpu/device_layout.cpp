@@ -31,20 +31,20 @@ bool is_split(DType type) { return type == DType::Q8_0 || type == DType::Q4_0; }
 
 std::vector<std::uint8_t> to_device_layout(const WeightMatrix& host) {
   const auto* bytes = static_cast<const std::uint8_t*>(host.data);
-  std::vector<std::uint8_t> out(bytes, bytes + host.rows * row_bytes(host.dtype, host.cols));
+  std::vector<std::uint8_t> out(bytes, bytes + host.bytes());
   if (host.dtype == DType::Q8_0) split_rows<cpu::BlockQ8_0>(host, out.data());
   if (host.dtype == DType::Q4_0) split_rows<cpu::BlockQ4_0>(host, out.data());
   return out;
 }
 
 DeviceBuffer<std::uint8_t> upload_weights(const WeightMatrix& host) {
-  DeviceBuffer<std::uint8_t> device(host.rows * row_bytes(host.dtype, host.cols));
+  DeviceBuffer<std::uint8_t> device(host.bytes());
   upload_weights(host, device.data());
   return device;
 }
 
 void upload_weights(const WeightMatrix& host, std::uint8_t* device) {
-  const std::size_t bytes = host.rows * row_bytes(host.dtype, host.cols);
+  const std::size_t bytes = host.bytes();
   if (bytes == 0) return;
   if (is_split(host.dtype)) {
     const std::vector<std::uint8_t> laid_out = to_device_layout(host);

@@ -15,7 +15,7 @@ namespace rf::gpu {
 std::vector<std::uint8_t> to_device_layout(const WeightMatrix& host);
 
 // A copy of `host` in device memory, laid out as above: in an allocation of its own, or at `device`
-// (rows * row_bytes(dtype, cols) bytes of device memory).
+// (host.bytes() of device memory).
 DeviceBuffer<std::uint8_t> upload_weights(const WeightMatrix& host);
 void upload_weights(const WeightMatrix& host, std::uint8_t* device);
 

@@ -37,22 +37,21 @@ WeightMatrix DeviceWeights::upload(const WeightMatrix& host) {
 
 WeightMatrix DeviceWeights::upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views) {
   constexpr std::size_t kAlign = 256;
-  auto bytes = [](const WeightMatrix& w) { return w.rows * row_bytes(w.dtype, w.cols); };
   const bool stackable = std::all_of(parts.begin(), parts.end(), [&](const WeightMatrix& w) {
-    return w.dtype == parts[0].dtype && w.cols == parts[0].cols && bytes(w) % kAlign == 0;
+    return w.dtype == parts[0].dtype && w.cols == parts[0].cols && w.bytes() % kAlign == 0;
   });
   if (!stackable) {
     std::transform(parts.begin(), parts.end(), views.begin(), [&](const WeightMatrix& w) { return upload(w); });
     return {parts[0].dtype, 0, parts[0].cols, nullptr};
   }
   std::size_t rows = 0, total = 0;
-  for (const WeightMatrix& w : parts) rows += w.rows, total += bytes(w);
+  for (const WeightMatrix& w : parts) rows += w.rows, total += w.bytes();
   DeviceBuffer<std::uint8_t>& stacked = matrices_.emplace_back(total);
   std::uint8_t* at = stacked.data();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     upload_weights(parts[i], at);
     views[i] = {parts[i].dtype, parts[i].rows, parts[i].cols, at};
-    at += bytes(parts[i]);
+    at += parts[i].bytes();
   }
   return {parts[0].dtype, rows, parts[0].cols, stacked.data()};
 }
