@@ -341,23 +341,20 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
   }
 }
 
-int heads_per_block(HeadShape shape) {
-  return std::min(kMaxHeads, static_cast<int>(std::bit_ceil(static_cast<unsigned>(shape.n_heads / shape.n_kv_heads))));
-}
-
 // The workspace: arrival counters first (their own 256 bytes and more, so partials stay aligned), then
 // the partial outputs and sums.
-std::size_t arrival_bytes(int splits, const AttentionBatch& batch, HeadShape shape) {
+std::size_t arrival_bytes(int splits, int heads, const AttentionBatch& batch, HeadShape shape) {
   if (splits <= 1) return 0;
   constexpr std::size_t kAlign = 256;
-  const std::size_t bytes = static_cast<std::size_t>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape) * sizeof(unsigned);
+  const std::size_t bytes =
+      static_cast<std::size_t>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape, heads) * sizeof(unsigned);
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-// The kernel for a shape's heads per block.
+// The kernel for a block of `heads` heads.
 template <int kDim>
-auto decode_kernel_for(HeadShape shape) -> void (*)(DecodeParams) {
-  switch (heads_per_block(shape)) {
+auto decode_kernel_for(HeadShape shape, int heads) -> void (*)(DecodeParams) {
+  switch (decode_heads_per_block(shape, heads)) {
     case 1: return decode_kernel<kDim, 1>;
     case 2: return decode_kernel<kDim, 2>;
     case 4: return decode_kernel<kDim, 4>;
@@ -367,56 +364,61 @@ auto decode_kernel_for(HeadShape shape) -> void (*)(DecodeParams) {
 
 }  // namespace
 
-int decode_head_chunks(HeadShape shape) {
-  const int group = shape.n_heads / shape.n_kv_heads;
-  return (group + heads_per_block(shape) - 1) / heads_per_block(shape);
+int decode_heads_per_block(HeadShape shape, int heads) {
+  const int most = std::min(kMaxHeads, static_cast<int>(std::bit_ceil(static_cast<unsigned>(shape.n_heads / shape.n_kv_heads))));
+  return heads > 0 ? std::min(most, static_cast<int>(std::bit_ceil(static_cast<unsigned>(heads)))) : most;
 }
 
-std::size_t decode_workspace_bytes(int splits, const AttentionBatch& batch, HeadShape shape) {
+int decode_head_chunks(HeadShape shape, int heads) {
+  const int group = shape.n_heads / shape.n_kv_heads, per_block = decode_heads_per_block(shape, heads);
+  return (group + per_block - 1) / per_block;
+}
+
+std::size_t decode_workspace_bytes(int splits, int heads, const AttentionBatch& batch, HeadShape shape) {
   if (splits <= 1) return 0;
   const std::size_t per_split = static_cast<std::size_t>(batch.n_tokens) * shape.n_heads * (shape.head_dim + 1);
-  return arrival_bytes(splits, batch, shape) + splits * per_split * sizeof(float);
+  return arrival_bytes(splits, heads, batch, shape) + splits * per_split * sizeof(float);
 }
 
-void clear_decode_workspace(int splits, const AttentionBatch& batch, HeadShape shape, void* workspace,
+void clear_decode_workspace(int splits, int heads, const AttentionBatch& batch, HeadShape shape, void* workspace,
                             gpuStream_t stream) {
-  const std::size_t bytes = arrival_bytes(splits, batch, shape);
+  const std::size_t bytes = arrival_bytes(splits, heads, batch, shape);
   if (bytes > 0) RF_GPU_CHECK(gpuMemsetAsync(workspace, 0, bytes, stream));
 }
 
-int decode_blocks_per_wave(HeadShape shape) {
+int decode_blocks_per_wave(HeadShape shape, int heads) {
   int device = 0;
   RF_GPU_CHECK(gpuGetDevice(&device));
   // Asked once per device and kernel: the plan is made every step.
   static std::mutex mutex;
   static std::map<std::tuple<int, int, int>, int> known;
   const std::lock_guard lock(mutex);
-  const auto key = std::make_tuple(device, shape.head_dim, heads_per_block(shape));
+  const auto key = std::make_tuple(device, shape.head_dim, decode_heads_per_block(shape, heads));
   if (const auto found = known.find(key); found != known.end()) return found->second;
   int per_multiprocessor = 0, multiprocessors = 0;
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor,
-                                                              decode_kernel_for<decltype(head_dim)::value>(shape), kThreads, 0));
+                                                              decode_kernel_for<decltype(head_dim)::value>(shape, heads), kThreads, 0));
   });
   RF_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, device));
   return known[key] = std::max(1, per_multiprocessor * multiprocessors);
 }
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, bool every_token, const DecodeRope& rope, void* workspace, float* out, HalfCopy half,
-                   gpuStream_t stream) {
-  const int chunks = decode_head_chunks(shape);
+                   int splits, int heads, bool every_token, const DecodeRope& rope, void* workspace, float* out,
+                   HalfCopy half, gpuStream_t stream) {
+  const int chunks = decode_head_chunks(shape, heads);
   const int keys_per_split = (batch.max_positions + splits - 1) / splits;
   DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
                  rope, out, half, nullptr, nullptr, nullptr};
   if (splits > 1) {
     p.arrivals = static_cast<unsigned*>(workspace);
-    p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, batch, shape));
+    p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, heads, batch, shape));
     p.partial_lse = p.partial_out + static_cast<std::size_t>(splits) * batch.n_tokens * shape.n_heads * shape.head_dim;
   }
   const dim3 grid(batch.n_tokens, shape.n_kv_heads * chunks, splits);
   with_head_dim(shape.head_dim, [&](auto head_dim) {
-    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape), grid, kThreads, 0, stream, p);
+    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape, heads), grid, kThreads, 0, stream, p);
   });
 }
 

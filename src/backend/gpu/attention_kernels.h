@@ -15,6 +15,7 @@ struct AttentionPlan {
   bool tensor_cores;  // prefill through the mma.sync kernel (CUDA, sm_80+), else the portable one
   int decode_splits;  // key ranges per decode token, merged in the decode kernel when more than 1
   bool every_token_decodes = false;  // every token, prefill too, through the decode kernel
+  int decode_heads = 0;  // query heads of a decode block; 0: the kernel's most (the GQA group, up to 8)
 };
 
 AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape);

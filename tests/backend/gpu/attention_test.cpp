@@ -21,7 +21,8 @@ constexpr double kTensorCoreTolerance = 2e-3;
 class Attention : public GpuTest {
  protected:
   // Checks launch_attention, then every path by hand: the portable prefill kernel, the decode kernel
-  // unsplit and cut into 3 key ranges, and the tensor-core prefill kernel where it runs.
+  // unsplit and cut into 3 key ranges, with its most heads a block and with 1 and 2, and the
+  // tensor-core prefill kernel where it runs.
   void check_every_path(const std::string& name, const AttentionProblem& problem) {
     const std::vector<double> ref = problem.reference();
     const bool tensor_cores = tensor_core_attention_available(problem.shape.head_dim);
@@ -29,7 +30,10 @@ class Attention : public GpuTest {
     check(name + " auto(" + std::to_string(automatic.decode_splits) + ")", problem, ref, std::nullopt,
           tensor_cores ? kTensorCoreTolerance : kFp32Tolerance);
     for (const int splits : {1, 3}) {
-      check(name + " portable/" + std::to_string(splits), problem, ref, AttentionPlan{false, splits}, kFp32Tolerance);
+      for (const int heads : {0, 1, 2}) {
+        check(name + " portable/" + std::to_string(splits) + " heads/" + std::to_string(heads), problem, ref,
+              AttentionPlan{false, splits, false, heads}, kFp32Tolerance);
+      }
     }
     if (tensor_cores) check(name + " mma", problem, ref, AttentionPlan{true, 1}, kTensorCoreTolerance);
     check(name + " batch-invariant", problem, ref, plan_batch_invariant_attention(problem.batch(), problem.shape),
@@ -123,7 +127,7 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
     const DeviceBuffer<float> inv_freq(random_floats(shape.head_dim / 2, 0.0f, 1.0f));
     for (const RopeLayout layout : {RopeLayout::SplitHalves, RopeLayout::Interleaved}) {
       for (const int splits : {1, 5}) {
-        const AttentionPlan plan{false, splits};
+        const AttentionPlan plan{false, splits, false, splits == 1 ? 0 : 1};
         const std::string name = "fused rope " + shape_name(shape) + (layout == RopeLayout::Interleaved ? " interleaved/" : " halves/") +
                                  std::to_string(splits);
         DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(plan, batch, shape));
