@@ -234,7 +234,9 @@ AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape) {
   // ranges as that wave holds: a second wave costs about as much again (32 sequences at 128 positions:
   // 2 ranges in 512 blocks 21.1 us, 1 range in 256 blocks 11.9 us).
   const int most = decode_heads_per_block(shape, 0);
-  auto blocks = [&](int heads) { return static_cast<long long>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape, heads); };
+  auto blocks = [&](int heads) {
+    return static_cast<long long>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape, heads);
+  };
   int heads = 1;
   while (heads < most && blocks(heads) > decode_blocks_per_wave(shape, heads)) heads *= 2;
   const long long for_occupancy = blocks(heads) > 0 ? decode_blocks_per_wave(shape, heads) / blocks(heads) : 1;

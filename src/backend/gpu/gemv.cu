@@ -1,5 +1,6 @@
 // Decode GEMV, y = W x for a few vectors, W in any stored type decoded in registers; several products
-// of the same x in one launch (a layer's q, k and v), or the FFN's gate and up with SwiGLU fused.
+// of the same x in one launch (a layer's q, k and v), or the FFN's gate and up with SwiGLU fused. A
+// single token's product may also apply the RMSNorm of its input (RmsNormOf) or add itself into y.
 //
 // Decode is a stream of weight bytes, so the kernel is built to keep many loads in flight: a block
 // of kThreads threads owns a few rows (of each matrix it multiplies), and each thread walks
