@@ -285,7 +285,7 @@ void DecodeStepBenchmark::head_and_sampling() {
   for (const int rows : {1, 32}) {
     RowSampling greedy{};
     const DeviceBuffer<RowSampling> params(std::vector<RowSampling>(rows, greedy));
-    DeviceBuffer<std::int32_t> counts(std::size_t{32} * kVocab), tokens(rows);
+    DeviceBuffer<std::int32_t> counts(static_cast<std::size_t>(rows) * kVocab), tokens(rows);
     counts.zero();
     report("sample greedily, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
              launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, counts.data(), tokens.data(), stream());
