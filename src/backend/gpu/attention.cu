@@ -261,7 +261,7 @@ void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& 
 
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
                               HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream,
-                              const DecodeRope& rope, HalfCopy half) {
+                              const DecodeRope& rope, HalfCopy half, QuantizedActivations rounded) {
   check_shape(batch, shape);
   require(plan.decode_splits >= 1 && plan.decode_splits <= kMaxSplits, "launch_attention", "bad split count");
   require(aligned(q, 16) && aligned(out, 8) && aligned(cache.keys, 16) && aligned(cache.values, 16), "launch_attention",
@@ -274,6 +274,8 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
   check_half_copy(half, "launch_attention");
   require(!half.data || rope.k || plan.every_token_decodes, "launch_attention",
           "a 16-bit copy of out needs every token to decode");
+  require(!rounded.codes || ((rope.k || plan.every_token_decodes) && shape.head_dim % 32 == 0), "launch_attention",
+          "an int8 copy of out needs every token to decode, and heads of whole blocks of 32");
   require(!plan.tensor_cores || tensor_core_attention_available(shape.head_dim), "launch_attention",
           "the tensor-core kernel does not run here");
   if (batch.n_tokens == 0) return;
@@ -290,7 +292,7 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
     }
   }
   launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, plan.decode_heads, plan.every_token_decodes, rope,
-                workspace, out, half, stream);
+                workspace, out, half, rounded, stream);
 }
 
 }  // namespace rf::gpu

@@ -149,7 +149,7 @@ void clear_decode_workspace(int splits, int heads, const AttentionBatch& batch, 
                             gpuStream_t stream);
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
                    int splits, int heads, bool every_token, const DecodeRope& rope, void* workspace, float* out,
-                   HalfCopy half, gpuStream_t stream);
+                   HalfCopy half, QuantizedActivations rounded, gpuStream_t stream);
 
 // The tensor-core prefill kernel (attention_mma.cu), for tokens [0, n_tokens) in tiles of
 // tensor_core_tiling(group).tokens. False where this build or device cannot run it.

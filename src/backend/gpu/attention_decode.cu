@@ -20,6 +20,7 @@
 
 #include "backend/gpu/attention.cuh"
 #include "backend/gpu/dependent_launch.cuh"
+#include "backend/gpu/reduce.cuh"
 #include "backend/gpu/rope.cuh"
 
 namespace rf::gpu::attention {
@@ -48,7 +49,8 @@ struct DecodeParams {
   bool every_token;    // false: tokens not alone in their sequence are the prefill kernel's
   DecodeRope rope;     // rope.k null: q and the cache are already rotated and appended
   float* out;
-  HalfCopy half;       // out's 16-bit copy, where asked for
+  HalfCopy half;                 // out's 16-bit copy, where asked for
+  QuantizedActivations rounded;  // out rounded to int8, where asked for
   float* partial_out;  // [range][token][q_dim], each normalised by its own sum (several ranges only)
   float* partial_lse;  // [range][token][head]: log2 of that sum, in base-2 score units (-inf: no keys)
   unsigned* arrivals;  // [token][blockIdx.y]: ranges done; the last block resets it to 0
@@ -109,10 +111,23 @@ struct LaneRope {
   }
 };
 
-// out[at] = o, and its 16-bit copy where asked for.
+// out[at] = o, and its 16-bit copy and int8 rounding where asked for. The rounding reduces over each
+// block of 32 values (which a head holds whole), held by 32 consecutive threads that call this together.
 __device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at, float o) {
   p.out[at] = o;
   if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
+  if (p.rounded.codes) {
+    // launch_quantize_activations' arithmetic, so the same bits.
+    const float scale = group_reduce<32, kThreads>(fabsf(o), MaxOp{}) / 127.0f;
+    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+    const int code = __float2int_rn(o * inverse);
+    const float code_sum = group_reduce<32, kThreads>(static_cast<float>(code), SumOp{});
+    p.rounded.codes[at] = static_cast<std::int8_t>(code);
+    if (at % 32 == 0) {
+      p.rounded.scales[at / 32] = scale;
+      p.rounded.code_sums[at / 32] = static_cast<std::int32_t>(code_sum);
+    }
+  }
 }
 
 // Counts this block's range of its token as done: true in the block that finishes the token's ranges
@@ -406,11 +421,11 @@ int decode_blocks_per_wave(HeadShape shape, int heads) {
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
                    int splits, int heads, bool every_token, const DecodeRope& rope, void* workspace, float* out,
-                   HalfCopy half, gpuStream_t stream) {
+                   HalfCopy half, QuantizedActivations rounded, gpuStream_t stream) {
   const int chunks = decode_head_chunks(shape, heads);
   const int keys_per_split = (batch.max_positions + splits - 1) / splits;
   DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
-                 rope, out, half, nullptr, nullptr, nullptr};
+                 rope, out, half, rounded, nullptr, nullptr, nullptr};
   if (splits > 1) {
     p.arrivals = static_cast<unsigned*>(workspace);
     p.partial_out = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + arrival_bytes(splits, heads, batch, shape));

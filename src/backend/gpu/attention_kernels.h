@@ -54,10 +54,11 @@ struct DecodeRope {
 
 // launch_attention with a given plan; workspace holds attention_workspace_bytes(plan, batch, shape).
 // Where every token decodes (a fused RoPE, or the batch-invariant plan), `half` may take out's 16-bit
-// copy for the o projection's GEMM.
+// copy for the o projection's GEMM, and `rounded` out rounded to int8 for its GEMV
+// (launch_quantize_activations' bits; head dims a multiple of 32).
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
                               HeadShape shape, float scale, float* out, void* workspace, gpuStream_t stream,
-                              const DecodeRope& rope = {}, HalfCopy half = {});
+                              const DecodeRope& rope = {}, HalfCopy half = {}, QuantizedActivations rounded = {});
 
 // The materialised attention, fp32: per query head, scores = Q K^T (launch_gemm: cuBLAS SGEMM on CUDA),
 // causal mask and softmax over the whole score matrix, then P V. One sequence (seq 0) of

@@ -224,6 +224,14 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
     x[k] = args.x + static_cast<std::size_t>(tokens[k]) * args.cols;
   }
   begin_dependent();
+  // What a single token's y holds, where the product adds to it (thread r writes row r): loaded before
+  // the weights, so that its latency hides behind theirs rather than ending the block (Q4_0 down with a
+  // row a block: 15.4 -> 14.0 us). A folded norm's products never add to y.
+  float before = 0.0f;
+  if constexpr (kTokens == 1 && kMats == 1 && !kNorm) {
+    const int r = static_cast<int>(threadIdx.x);
+    if (args.accumulate && r < kRows && row0 + r < seg.rows) before = seg.y[row0 + r];
+  }
   float acc[kMats][kRows][kTokens] = {};
   float sum_sq = 0.0f;
   if constexpr (kInteger) {
@@ -276,7 +284,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   if constexpr (kMats == 2) {
     *y = swiglu(sums[0], sums[1]);
   } else {
-    *y = args.accumulate ? *y + sums[0] : sums[0];
+    *y = args.accumulate ? (kTokens == 1 && !kNorm ? before : *y) + sums[0] : sums[0];
   }
 }
 

@@ -368,10 +368,12 @@ const float* LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, co
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   half = fused_rope.k ? half_copy_for(w.wo, n) : HalfCopy{};
-  launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
-                           stream, fused_rope, half);
+  // A decode step's attention also rounds its output for o's GEMV, in place of a rounding pass.
   rounded = rounding_for(w.wo, n);
-  if (rounded.codes) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
+  const bool attention_rounds = rounded.codes && fused_rope.k && c.head_dim % 32 == 0;
+  launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
+                           stream, fused_rope, half, attention_rounds ? rounded : QuantizedActivations{});
+  if (rounded.codes && !attention_rounds) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
   project(w.wo, {a.attn, rounded, half}, n, fold ? a.x : a.proj, fold);
   rounded = rounding_for(w.w_gate, n);
   half = half_copy_for(w.w_gate, n);

@@ -1,5 +1,6 @@
 // Activations rounded to int8 in a pass of their own: the inputs of projections that no RMSNorm
-// precedes (attention's output before o, SwiGLU's before down).
+// precedes (SwiGLU's output before down, and attention's before o where the attention does not round
+// it itself).
 #include <algorithm>
 
 #include "backend/gpu/dependent_launch.cuh"

@@ -110,7 +110,8 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
 // A decode step with RoPE and the KV append fused into the decode kernel gives the same bits as
 // launch_rope_kv_append followed by attention: the same output, the same cache. Group sizes 4, 8 and 16
 // (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range). The
-// fused launch also writes out's 16-bit copy (bf16 unsplit, f16 split): out rounded, bit for bit.
+// fused launch also writes out's 16-bit copy (bf16 unsplit, f16 split) and, for heads of whole blocks
+// of 32, its int8 rounding: out rounded, bit for bit.
 TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {64, 1}, {0, 1}, {299, 1}};
   for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}}) {
@@ -146,14 +147,19 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
         const DType half_type = splits == 1 ? DType::BF16 : DType::F16;
         DeviceBuffer<std::uint16_t> half(problem.q.size());
         half.poison();
+        const bool rounds = shape.head_dim % 32 == 0;
+        RoundedBuffer rounded_out(n, static_cast<std::size_t>(shape.n_heads) * shape.head_dim);
+        rounded_out.poison();
         launch_attention_planned(plan, problem.q_gpu.data(), {fused_keys.data(), fused_values.data()}, batch, shape,
-                                 problem.scale(), fused.data(), workspace.data(), stream(), rope, {half.data(), half_type});
+                                 problem.scale(), fused.data(), workspace.data(), stream(), rope, {half.data(), half_type},
+                                 rounds ? rounded_out.view() : QuantizedActivations{});
         synchronize();
         const auto out = fused.download();
         expect_close(name, out, separate.download(), 0.0);
         std::vector<std::uint16_t> rounded(out.size());
         for (std::size_t i = 0; i < out.size(); ++i) rounded[i] = half_type == DType::BF16 ? f32_to_bf16(out[i]) : f32_to_f16(out[i]);
         EXPECT_EQ(half.download(), rounded) << name << ": out's 16-bit copy";
+        if (rounds) expect_same_rounding(name + ": out's int8 copy", rounded_out.download(), round_to_int8(out));
         EXPECT_EQ(fused_keys.download(), keys.download()) << name << ": keys in the cache";
         EXPECT_EQ(fused_values.download(), values.download()) << name << ": values in the cache";
       }
@@ -186,6 +192,20 @@ TEST_F(Attention, BatchInvariantPlanGivesEachTokenItsOwnBits) {
     }
     synchronize();
     EXPECT_EQ(bits(together.download()), bits(alone.download())) << shape_name(shape);
+  }
+}
+
+// The int8 copy needs the decode kernel for every token, and heads of whole blocks of 32.
+TEST_F(Attention, RejectsAnInt8CopyItCannotMake) {
+  for (const HeadShape shape : {HeadShape{8, 1, 128}, HeadShape{8, 1, 80}}) {
+    const AttentionProblem problem = make(shape, 16, {{10, 1}});
+    DeviceBuffer<float> out(problem.q.size());
+    RoundedBuffer rounded(1, problem.q.size());
+    const AttentionPlan plan = shape.head_dim == 80 ? plan_batch_invariant_attention(problem.batch(), shape) : AttentionPlan{false, 1};
+    EXPECT_THROW(launch_attention_planned(plan, problem.q_gpu.data(), problem.cache(), problem.batch(), shape,
+                                          problem.scale(), out.data(), nullptr, stream(), {}, {}, rounded.view()),
+                 Error)
+        << shape_name(shape);
   }
 }
 

@@ -1,8 +1,8 @@
 // What one decode step of the Llama 3.1 8B shape spends per kernel: each launch of a layer's step
 // (bf16, Q8_0, Q4_0 and Q4_K weights, one token, 128 cached positions) replayed 32 times in a captured
 // graph, as the decoder replays its layers, with weight copies that together exceed L2. Q8_0 and
-// Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, and in passes of
-// their own before o and down; bf16 layers fold the norms into the GEMVs after them. The sum over a layer,
+// Q4_0 layers round the GEMVs' inputs to int8 as the decoder does: in the norms, in the attention, and
+// in a pass of its own before down; bf16 layers fold the norms into the GEMVs after them. The sum over a layer,
 // times 32, against rocmforge bench's tg figure, says how much of a step is kernels and how much is
 // the gaps between them. A bf16 step of 32 sequences (GEMMs through cuBLAS) is broken down the same
 // way, with the whole layer's launches in one graph beside the sum of its parts, and the alternatives
@@ -70,15 +70,16 @@ class DecodeStepBenchmark : public GpuTest {
   }
 
   // Median microseconds of the decode attention over `problem` (q as `rope` lays it out), its keys cut
-  // into `splits` ranges.
-  float time_attention(const AttentionProblem& problem, int splits, const DecodeRope& rope, const float* q, float* out) {
+  // into `splits` ranges, its output rounded to int8 where `rounded` has codes.
+  float time_attention(const AttentionProblem& problem, int splits, const DecodeRope& rope, const float* q, float* out,
+                       QuantizedActivations rounded = {}) {
     AttentionPlan plan = plan_attention(problem.batch(), kHeads);
     plan.decode_splits = splits;
     DeviceBuffer<std::uint8_t> workspace(std::max<std::size_t>(1, attention_workspace_bytes(plan, problem.batch(), kHeads)));
     clear_attention_workspace(plan, problem.batch(), kHeads, workspace.data(), stream());
     return time_in_graph([&](int) {
       launch_attention_planned(plan, q, problem.cache(), problem.batch(), kHeads, problem.scale(), out, workspace.data(),
-                               stream(), rope);
+                               stream(), rope, {}, rounded);
     });
   }
 
@@ -115,13 +116,13 @@ void DecodeStepBenchmark::layer(DType type) {
                              integer ? rounded.view() : QuantizedActivations{});
            }), 0);
   };
-  // The rounding pass of an input of n values (the copy the GEMV then reads stays the same).
-  auto rounding_step = [&](int n) {
+  // SwiGLU's output rounded for down in a pass of its own (the copy the GEMV then reads stays the same).
+  auto rounding_step = [&] {
     if (!integer) return;
-    DeviceBuffer<float> copy(random_floats(n));
-    RoundedBuffer scratch(1, n);
-    report("round " + std::to_string(n) + " values to int8", time_in_graph([&](int) {
-             launch_quantize_activations(copy.data(), 1, n, scratch.view(), stream());
+    DeviceBuffer<float> copy(random_floats(kFfn));
+    RoundedBuffer scratch(1, kFfn);
+    report("round " + std::to_string(kFfn) + " values to int8", time_in_graph([&](int) {
+             launch_quantize_activations(copy.data(), 1, kFfn, scratch.view(), stream());
            }), 0);
   };
   double layer_bytes = 0;
@@ -145,16 +146,19 @@ void DecodeStepBenchmark::layer(DType type) {
     const int splits = plan_attention(problem.batch(), kHeads).decode_splits;
     // As the decoder runs a decode step: RoPE and the KV append inside the attention kernel.
     const DecodeRope rope{k.data(), v.data(), slot.data(), inv_freq.data(), RopeLayout::SplitHalves};
-    report("attention + RoPE + KV append, " + std::to_string(kPositions) + " positions, " + std::to_string(splits) +
-               " splits",
-           time_attention(problem, splits, rope, problem.q_gpu.data(), attention_out.data()), 0);
+    // Q8_0 and Q4_0: the attention also rounds its output for o.
+    RoundedBuffer attention_rounded(1, attention_out.size());
+    report(std::string("attention + RoPE + KV append") + (integer ? " + int8 copy, " : ", ") + std::to_string(kPositions) +
+               " positions, " + std::to_string(splits) + " splits",
+           time_attention(problem, splits, rope, problem.q_gpu.data(), attention_out.data(),
+                          integer ? attention_rounded.view() : QuantizedActivations{}),
+           0);
     // Other ways to cut the same keys, for tuning the plan (not counted in the layer).
     for (const int other : {1, 2, 8}) {
       report("  (the same with " + std::to_string(other) + " splits)",
              time_attention(problem, other, rope, problem.q_gpu.data(), attention_out.data()), 0, false);
     }
   }
-  rounding_step(kHeads.n_heads * kHeads.head_dim);
   {
     const Matrices wo = matrices(type, kHidden, kHidden);
     report("gemv o 4096x4096", time_in_graph([&](int l) { launch_gemv(wo[l], input, 1, out.data(), stream(), fold); }),
@@ -169,7 +173,7 @@ void DecodeStepBenchmark::layer(DType type) {
            }), gate.bytes() + up.bytes());
     layer_bytes += gate.bytes() + up.bytes();
   }
-  rounding_step(kFfn);
+  rounding_step();
   {
     const Matrices down = matrices(type, kHidden, kFfn);
     report("gemv down 4096x14336",

@@ -131,6 +131,12 @@ RoundedValues round_to_int8(const std::vector<float>& x) {
   return r;
 }
 
+void expect_same_rounding(const std::string& what, const RoundedValues& got, const RoundedValues& want) {
+  EXPECT_EQ(got.codes, want.codes) << what;
+  EXPECT_EQ(bits(got.scales), bits(want.scales)) << what;
+  EXPECT_EQ(got.code_sums, want.code_sums) << what;
+}
+
 RoundedBuffer::RoundedBuffer(std::size_t tokens, std::size_t cols)
     : values_(tokens * cols), storage_(quantized_activations_bytes(tokens, cols)),
       view_(quantized_activations_at(storage_.data(), tokens, cols)) {}

@@ -68,6 +68,9 @@ struct RoundedValues {
 };
 RoundedValues round_to_int8(const std::vector<float>& x);  // x.size() a multiple of 32
 
+// Fails unless the codes, scales and sums are the same, bit for bit.
+void expect_same_rounding(const std::string& what, const RoundedValues& got, const RoundedValues& want);
+
 class RoundedBuffer {
  public:
   RoundedBuffer(std::size_t tokens, std::size_t cols);

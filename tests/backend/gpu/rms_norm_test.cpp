@@ -11,9 +11,11 @@ class RmsNorm : public GpuTest {};
 // fp32 throughout; only the order of the sum of squares differs from the CPU's.
 constexpr double kTolerance = 1e-5;
 
+// Rows of every path: not whole vectors (1, 5, 777), in registers at 256 threads (1024) and at 1024
+// threads with 1, 2 and 4 vectors each (4096, 5120, 8200), and past the registers (16400).
 TEST_F(RmsNorm, FusedResidualAddMatchesCpu) {
   constexpr float kEps = 1e-5f;
-  for (const int n : {1, 5, 777, 4096, 5120, 8200}) {
+  for (const int n : {1, 5, 777, 1024, 4096, 5120, 8200, 16400}) {
     for (const bool with_residual : {false, true}) {
       const int rows = 3;
       const auto x = random_floats(rows * n, -3.0f, 3.0f);
@@ -45,7 +47,7 @@ TEST_F(RmsNorm, FusedResidualAddMatchesCpu) {
 
 // The 16-bit copy is the output rounded to nearest even, bit for bit: in the pass itself where rows fit
 // in registers (4096), and by a pass of its own where they do not (4099: not whole float4s; 41000:
-// longer than the register path's 8192).
+// longer than the register path's 16384).
 TEST_F(RmsNorm, HalfCopyIsTheOutputRounded) {
   for (const int n : {4096, 4099, 41000}) {
     for (const DType type : {DType::BF16, DType::F16}) {
