@@ -44,10 +44,12 @@ TEST_F(Elementwise, SwigluHalfCopyIsTheOutputRounded) {
   }
 }
 
-// A stacked gate/up product's SwiGLU: the copy launch_swiglu makes of the same gate and up rows.
+// A stacked gate/up product's SwiGLU: the copy launch_swiglu makes of the same gate and up rows. Rows
+// of a width that is a multiple of 4 (whole or partial blocks of vectors) take the vector kernel.
 TEST_F(Elementwise, StackedSwigluGivesTheCopyOfSeparateRows) {
-  const int rows = 5, width = 14336 + 3;
-  for (const DType type : {DType::BF16, DType::F16}) {
+  const int rows = 5;
+  for (const auto& [width, type] : {std::pair{14336 + 3, DType::BF16}, {14336 + 3, DType::F16}, {14336, DType::BF16},
+                                    {1000, DType::F16}}) {
     const auto gate_up = random_floats(std::size_t{2} * rows * width, -8.0f, 8.0f);
     std::vector<float> gate, up;
     for (int r = 0; r < rows; ++r) {
@@ -62,7 +64,7 @@ TEST_F(Elementwise, StackedSwigluGivesTheCopyOfSeparateRows) {
     launch_swiglu_stacked(stacked_gpu.data(), rows, width, {stacked_half.data(), type}, stream());
     launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), stream(), {separate_half.data(), type});
     synchronize();
-    EXPECT_EQ(stacked_half.download(), separate_half.download()) << dtype_name(type);
+    EXPECT_EQ(stacked_half.download(), separate_half.download()) << dtype_name(type) << " width " << width;
   }
 }
 
