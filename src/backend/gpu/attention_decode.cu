@@ -20,7 +20,7 @@
 
 #include "backend/gpu/attention.cuh"
 #include "backend/gpu/dependent_launch.cuh"
-#include "backend/gpu/reduce.cuh"
+#include "backend/gpu/quantize_activations.cuh"
 #include "backend/gpu/rope.cuh"
 
 namespace rf::gpu::attention {
@@ -117,16 +117,8 @@ __device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at,
   p.out[at] = o;
   if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
   if (p.rounded.codes) {
-    // launch_quantize_activations' arithmetic, so the same bits.
-    const float scale = group_reduce<32, kThreads>(fabsf(o), MaxOp{}) / 127.0f;
-    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
-    const int code = __float2int_rn(o * inverse);
-    const float code_sum = group_reduce<32, kThreads>(static_cast<float>(code), SumOp{});
-    p.rounded.codes[at] = static_cast<std::int8_t>(code);
-    if (at % 32 == 0) {
-      p.rounded.scales[at / 32] = scale;
-      p.rounded.code_sums[at / 32] = static_cast<std::int32_t>(code_sum);
-    }
+    const float value[1] = {o};
+    round_to_int8<kThreads, 1>(value, true, at, p.rounded);
   }
 }
 
