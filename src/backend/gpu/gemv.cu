@@ -161,7 +161,8 @@ __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const s
 // an integer dot product scaled by the weights' and x's block scales.
 template <class D, int kMats, int kRows, int kTokens>
 __device__ __forceinline__ void add_integer_block(const GemvArgs& args, const typename D::Codes (&codes)[kMats][kRows],
-                                                  const int (&tokens)[kTokens], int block, float (&acc)[kMats][kRows][kTokens]) {
+                                                  const int (&tokens)[kTokens], int block,
+                                                  float (&acc)[kMats][kRows][kTokens]) {
   static_assert(D::kBlockElems == 32, "a weight block spans one block of x's codes");
   const int row_blocks = args.cols / D::kBlockElems;
 #pragma unroll
@@ -247,16 +248,16 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
     }
     return before;
   };
-  float before;
+  float before = 0.0f;
   float acc[kMats][kRows][kTokens] = {};
   float sum_sq = 0.0f;
   if constexpr (kPreload) {
     static_assert(kInteger && kTokens == 1);
-    const int block = static_cast<int>(threadIdx.x);
-    const bool has_block = block < args.cols / D::kBlockElems;
+    const int block = static_cast<int>(threadIdx.x), row_blocks = args.cols / D::kBlockElems;
+    const bool has_block = block < row_blocks;
     typename D::Codes codes[kMats][kRows];
     if (has_block) {
-      for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], args.cols / D::kBlockElems, block, codes[m][r]); });
+      for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
     }
     begin_dependent();
     before = load_before();
