@@ -66,7 +66,8 @@ double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens
 }
 
 // `batch` sequences decode `steps` tokens together from an empty context, each step's tokens
-// sampled greedily by the backend from the last, as generation does (on the GPU only the ids cross).
+// sampled greedily by the backend from the last, as generation does: each step is queued before the
+// tokens of the one before reach the host (on the GPU only the ids cross, after the step).
 double time_decode(ModelRunner& runner, int batch_size, int steps, std::mt19937& rng) {
   std::vector<std::unique_ptr<SequenceBlocks>> sequences;
   SamplingParams greedy;
@@ -78,16 +79,20 @@ double time_decode(ModelRunner& runner, int batch_size, int steps, std::mt19937&
     sequences.back()->reserve(steps);
     rows.push_back({samplers[s], {}});
   }
-  std::vector<std::int32_t> tokens = random_tokens(batch_size, runner.config().vocab_size, rng);
+  const std::vector<std::int32_t> first = random_tokens(batch_size, runner.config().vocab_size, rng);
+  std::vector<std::int32_t> previous(batch_size);
+  for (int s = 0; s < batch_size; ++s) previous[s] = previous_token(s);  // sequence s is logit row s
   const auto start = Clock::now();
   for (int step = 0; step < steps; ++step) {
     Batch batch;
     for (int s = 0; s < batch_size; ++s) {
       batch.block_tables.push_back(sequences[s]->table());
-      batch.add_sequence(s, &tokens[s], 1, step, true);
+      batch.add_sequence(s, step == 0 ? &first[s] : &previous[s], 1, step, true);
     }
-    tokens = runner.sample(batch, rows);
+    runner.queue_sample(batch, rows);
+    if (step > 0) runner.take_tokens();
   }
+  runner.take_tokens();
   return seconds_since(start);
 }
 

@@ -60,6 +60,18 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
 
   const auto& stop_ids = runner.stop_ids();
   const auto decode_start = std::chrono::steady_clock::now();
+  // Queues the step that runs `token` at `pos`. Without penalties, the step after it is queued before
+  // its token reaches the host (ForwardPass::queue_sample), so the device never waits for the host.
+  const bool ahead = !penalises(options.sampling);
+  auto queue_step = [&](std::int32_t token, int pos) {
+    blocks.reserve(pos + 1);
+    Batch batch;
+    batch.block_tables.push_back(blocks.table());
+    batch.add_sequence(0, &token, 1, pos, true);
+    const SampleRow row{sampler, history};
+    runner.queue_sample(batch, std::span(&row, 1));
+  };
+  bool queued = false;  // whether the step that runs `next` is queued already
   while (static_cast<int>(result.tokens.size()) < max_tokens) {
     if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
       result.finish = FinishReason::Stop;
@@ -72,14 +84,15 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
       result.finish = FinishReason::Stop;
       break;
     }
-    if (static_cast<int>(result.tokens.size()) == max_tokens) break;  // no forward for a token nobody samples
+    const int generated = static_cast<int>(result.tokens.size());
+    if (generated == max_tokens) break;  // no forward for a token nobody samples
     const int pos = static_cast<int>(history.size()) - 1;
-    blocks.reserve(pos + 1);
-    Batch batch;
-    batch.block_tables.push_back(blocks.table());
-    batch.add_sequence(0, &next, 1, pos, true);
-    next = next_token(batch);
+    if (!queued) queue_step(next, pos);
+    queued = ahead && generated + 1 < max_tokens;
+    if (queued) queue_step(previous_token(0), pos + 1);
+    next = runner.take_tokens().front();
   }
+  if (queued) runner.take_tokens();  // a step past the end: its token is not wanted
   if (!stops.stopped()) emit(stops.push(decoder.flush()) + stops.flush());
   result.generate_seconds = seconds_since(decode_start);
   return result;

@@ -47,6 +47,9 @@ class ModelRunner {
   void forward(const Batch& batch, std::vector<float>& logits) { forward_->forward(batch, logits); }
   // One forward step and the next token of each logit row (see ForwardPass::sample).
   std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) { return forward_->sample(batch, rows); }
+  // Decoding ahead (see ForwardPass::queue_sample).
+  void queue_sample(const Batch& batch, std::span<const SampleRow> rows) { forward_->queue_sample(batch, rows); }
+  std::vector<std::int32_t> take_tokens() { return forward_->take_tokens(); }
   ForwardPass& backend() { return *forward_; }
   const ForwardPass& backend() const { return *forward_; }
 

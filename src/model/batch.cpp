@@ -4,10 +4,15 @@
 
 namespace rf {
 
-void check_batch(const Batch& batch, int vocab_size, int block_size, int n_blocks) {
+void check_batch(const Batch& batch, int vocab_size, int block_size, int n_blocks, int previous_rows) {
   for (std::size_t t = 0; t < batch.size(); ++t) {
-    if (batch.tokens[t] < 0 || batch.tokens[t] >= vocab_size) {
-      fail("token id {} is outside the vocabulary (0..{})", batch.tokens[t], vocab_size - 1);
+    const std::int32_t token = batch.tokens[t];
+    const bool placeholder = token < 0 && token >= previous_token(previous_rows - 1);
+    if (token < 0 && !placeholder && previous_rows > 0) {
+      fail("token {} stands for row {} of the step before, which sampled {} rows", token, -1 - token, previous_rows);
+    }
+    if (!placeholder && (token < 0 || token >= vocab_size)) {
+      fail("token id {} is outside the vocabulary (0..{})", token, vocab_size - 1);
     }
     const auto& table = batch.block_tables.at(batch.sequence[t]);
     const auto block = static_cast<std::size_t>(batch.positions[t] / block_size);

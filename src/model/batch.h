@@ -29,8 +29,13 @@ struct Batch {
   }
 };
 
-// Throws rf::Error for a token outside the vocabulary or a position without a KV cache block
-// (each backend checks on the host before it runs the step).
-void check_batch(const Batch& batch, int vocab_size, int block_size, int n_blocks);
+// A token of a batch queued to decode ahead (ForwardPass::queue_sample) that the host does not know
+// yet: the token the step queued just before it samples for its logit row `row`.
+constexpr std::int32_t previous_token(int row) { return -1 - row; }
+
+// Throws rf::Error for a token outside the vocabulary (or, with previous_rows, a previous_token(r)
+// with r >= previous_rows) or a position without a KV cache block (each backend checks on the host
+// before it runs the step).
+void check_batch(const Batch& batch, int vocab_size, int block_size, int n_blocks, int previous_rows = 0);
 
 }  // namespace rf

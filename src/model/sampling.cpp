@@ -18,9 +18,13 @@ void SamplingParams::validate() const {
   if (penalty_last_n < -1) fail("penalty window must be >= -1, got {}", penalty_last_n);
 }
 
-std::span<const std::int32_t> penalty_window(const SamplingParams& params, std::span<const std::int32_t> history) {
+bool penalises(const SamplingParams& params) {
   const bool any = params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
-  if (!any || params.penalty_last_n == 0) return {};
+  return any && params.penalty_last_n != 0;
+}
+
+std::span<const std::int32_t> penalty_window(const SamplingParams& params, std::span<const std::int32_t> history) {
+  if (!penalises(params)) return {};
   std::size_t window = history.size();
   if (params.penalty_last_n > 0) window = std::min<std::size_t>(window, params.penalty_last_n);
   return history.subspan(history.size() - window);

@@ -22,6 +22,9 @@ struct SamplingParams {
   void validate() const;
 };
 
+// Whether the penalties are on (some history would change the logits).
+bool penalises(const SamplingParams& params);
+
 // The end of `history` the penalties look at: empty when they are off.
 std::span<const std::int32_t> penalty_window(const SamplingParams& params, std::span<const std::int32_t> history);
 

@@ -13,11 +13,9 @@ void reserve(DeviceBuffer<T>& buffer, std::size_t count) {
 }
 
 template <class T>
-void upload_async(DeviceBuffer<T>& buffer, const std::vector<T>& host, gpuStream_t stream) {
+void upload_async(Uploads<T>& uploads, DeviceBuffer<T>& buffer, const std::vector<T>& host, gpuStream_t stream) {
   reserve(buffer, host.size());
-  if (!host.empty()) {
-    RF_GPU_CHECK(gpuMemcpyAsync(buffer.data(), host.data(), host.size() * sizeof(T), gpuMemcpyHostToDevice, stream));
-  }
+  uploads.upload(host.data(), host.size(), buffer.data(), stream);
 }
 
 }  // namespace
@@ -28,7 +26,14 @@ RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int h
           params.seed, draw, history_begin, history_length};
 }
 
+DeviceSampler::DeviceSampler(int vocab, int max_rows)
+    : vocab_(vocab),
+      max_rows_(max_rows),
+      scratch_(sample_scratch_keys(max_rows, vocab)),
+      tokens_(static_cast<std::size_t>(max_rows)) {}
+
 void DeviceSampler::prepare(std::span<const SampleRow> rows, gpuStream_t stream) {
+  if (in_flight_ == static_cast<int>(steps_.size())) fail("at most {} sampling steps may be in flight", steps_.size());
   params_.clear();
   history_.clear();
   for (const auto& row : rows) {
@@ -37,29 +42,45 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, gpuStream_t stream)
                                    static_cast<int>(window.size())));
     history_.insert(history_.end(), window.begin(), window.end());
   }
-  upload_async(device_params_, params_, stream);
-  upload_async(device_history_, history_, stream);
-  reserve(tokens_, rows.size());
-  if (counts_.size() < rows.size() * vocab_) {
-    counts_ = DeviceBuffer<std::int32_t>(rows.size() * vocab_);
+  upload_async(param_uploads_, device_params_, params_, stream);
+  upload_async(history_uploads_, device_history_, history_, stream);
+  const std::size_t counted = std::min<std::size_t>(rows.size(), max_rows_) * vocab_;
+  if (!history_.empty() && counts_.size() < counted) {
+    counts_ = DeviceBuffer<std::int32_t>(counted);
     counts_.zero();
   }
+  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  if (step.tokens.size() < rows.size()) step.tokens = PinnedBuffer<std::int32_t>(std::max(rows.size(), 2 * step.tokens.size()));
+  step.rows = rows.size();
+  whole_step_in_one_call_ = false;
 }
 
 void DeviceSampler::sample(float* logits, int first, int count, gpuStream_t stream) {
+  if (count > max_rows_) fail("{} rows to sample at once, where the sampler takes {}", count, max_rows_);
   const std::int32_t* history = history_.empty() ? nullptr : device_history_.data();  // no penalties' launch
-  launch_sample(logits, count, vocab_, device_params_.data() + first, history, counts_.data(), tokens_.data() + first,
-                stream);
+  launch_sample(logits, count, vocab_, device_params_.data() + first, history, counts_.data(), scratch_.data(),
+                tokens_.data(), stream);
+  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  RF_GPU_CHECK(gpuMemcpyAsync(step.tokens.data() + first, tokens_.data(), count * sizeof(std::int32_t),
+                              gpuMemcpyDeviceToHost, stream));
+  whole_step_in_one_call_ = first == 0 && static_cast<std::size_t>(count) == step.rows;
 }
 
-std::vector<std::int32_t> DeviceSampler::tokens(gpuStream_t stream) {
-  std::vector<std::int32_t> host(params_.size());
-  if (!host.empty()) {
-    RF_GPU_CHECK(gpuMemcpyAsync(host.data(), tokens_.data(), host.size() * sizeof(std::int32_t), gpuMemcpyDeviceToHost,
-                                stream));
-  }
-  RF_GPU_CHECK(gpuStreamSynchronize(stream));
-  return host;
+void DeviceSampler::finish(gpuStream_t stream) {
+  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  step.copied.record(stream);
+  ++in_flight_;
+  rows_on_device_ = whole_step_in_one_call_ ? static_cast<int>(step.rows) : 0;
+}
+
+std::vector<std::int32_t> DeviceSampler::take() {
+  if (in_flight_ == 0) fail("no sampling step is in flight");
+  Step& step = steps_[oldest_];
+  step.copied.synchronize();
+  std::vector<std::int32_t> tokens(step.tokens.data(), step.tokens.data() + step.rows);
+  oldest_ = (oldest_ + 1) % static_cast<int>(steps_.size());
+  --in_flight_;
+  return tokens;
 }
 
 }  // namespace rf::gpu

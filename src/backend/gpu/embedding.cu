@@ -14,9 +14,11 @@ constexpr int kThreads = 256;
 template <class D>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const std::uint8_t* table, std::size_t row_bytes, int cols, int slices,
-                     const std::int32_t* tokens, float* out) {
+                     const std::int32_t* tokens, const std::int32_t* previous, float* out) {
   begin_dependent();
-  const std::uint8_t* row = table + static_cast<std::size_t>(tokens[blockIdx.x]) * row_bytes;
+  std::int32_t token = tokens[blockIdx.x];
+  if (token < 0 && previous) token = previous[-1 - token];
+  const std::uint8_t* row = table + static_cast<std::size_t>(token) * row_bytes;
   float* out_row = out + static_cast<std::size_t>(blockIdx.x) * cols;
   for (int s = threadIdx.x; s < slices; s += kThreads) {
     typename D::Slice slice;
@@ -40,7 +42,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
-                      gpuStream_t stream) {
+                      gpuStream_t stream, const std::int32_t* previous) {
   require(n_tokens >= 0 && table.cols > 0, "launch_embedding", "empty table or negative token count");
   if (n_tokens == 0) return;
   with_decoder(table.dtype, [&](auto decoder) {
@@ -48,7 +50,7 @@ void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int
     const int cols = static_cast<int>(table.cols);
     const int slices = decodable_slices<D>(table.data, cols, "launch_embedding");
     launch_dependent(embedding_kernel<D>, n_tokens, kThreads, 0, stream, static_cast<const std::uint8_t*>(table.data),
-                     row_bytes(table.dtype, table.cols), cols, slices, tokens, out);
+                     row_bytes(table.dtype, table.cols), cols, slices, tokens, previous, out);
   });
 }
 

@@ -83,8 +83,7 @@ LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& 
       kv_cache_(kv_cache_elements(config, options)),
       activation_storage_(layout(config, options.max_batch_tokens, nullptr, nullptr)),
       input_storage_(layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr)),
-      host_inputs_(input_storage_.size()),
-      sampler_(config.vocab_size) {
+      sampler_(config.vocab_size, options.max_batch_tokens) {
   if (options.max_batch_tokens <= 0 || options.kv_blocks <= 0 || options.block_size <= 0) {
     fail("the GPU decoder needs a positive batch size, KV cache and block size");
   }
@@ -168,14 +167,25 @@ void LlamaForwardGpu::forward(const Batch& batch, std::vector<float>& logits) {
 }
 
 std::vector<std::int32_t> LlamaForwardGpu::sample(const Batch& batch, std::span<const SampleRow> rows) {
-  if (rows.size() != batch.logit_rows.size()) fail("{} sampling rows for {} logit rows", rows.size(), batch.logit_rows.size());
-  sampler_.prepare(rows, stream_.get());
-  run(batch, [&](int first, int count) { sampler_.sample(activations_.logits, first, count, stream_.get()); });
-  return sampler_.tokens(stream_.get());
+  if (sampler_.steps_in_flight() > 0) fail("sample() while decode steps are queued: take their tokens first");
+  queue_sample(batch, rows);
+  return take_tokens();
 }
 
-void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits) {
-  check_batch(batch, config_.vocab_size, options_.block_size, options_.kv_blocks);
+void LlamaForwardGpu::queue_sample(const Batch& batch, std::span<const SampleRow> rows) {
+  check_queued(batch, rows, sampler_.steps_in_flight());
+  const int previous_rows = sampler_.rows_on_device();
+  sampler_.prepare(rows, stream_.get());
+  run(batch, [&](int first, int count) { sampler_.sample(activations_.logits, first, count, stream_.get()); },
+      previous_rows);
+  sampler_.finish(stream_.get());
+}
+
+std::vector<std::int32_t> LlamaForwardGpu::take_tokens() { return sampler_.take(); }
+
+void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits,
+                          int previous_rows) {
+  check_batch(batch, config_.vocab_size, options_.block_size, options_.kv_blocks, previous_rows);
   const int n = static_cast<int>(batch.size());
   const int rows = static_cast<int>(batch.logit_rows.size());
   for (int r = 0; r < rows; ++r) {
@@ -210,7 +220,8 @@ void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first
 
 LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin, int end, int first_row, int end_row) {
   const int width = options_.kv_blocks, block_size = options_.block_size;
-  auto host = [&](std::int32_t* device) { return host_inputs_.data() + (device - input_storage_.data()); };
+  std::int32_t* staging = input_uploads_.slot(input_storage_.size());
+  auto host = [&](std::int32_t* device) { return staging + (device - input_storage_.data()); };
   std::int32_t* tokens = host(inputs_.tokens);
   std::int32_t* positions = host(inputs_.positions);
   std::int32_t* seq = host(inputs_.seq);
@@ -235,9 +246,8 @@ LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin,
   }
   std::int32_t* logit_tokens = host(inputs_.logit_tokens);
   for (int r = first_row; r < end_row; ++r) logit_tokens[r - first_row] = batch.logit_rows[r] - begin;
-  const std::size_t used = (tables - host_inputs_.data()) + static_cast<std::size_t>(n_seqs) * width;
-  RF_GPU_CHECK(gpuMemcpyAsync(input_storage_.data(), host_inputs_.data(), used * sizeof(std::int32_t),
-                              gpuMemcpyHostToDevice, stream_.get()));
+  const std::size_t used = (tables - staging) + static_cast<std::size_t>(n_seqs) * width;
+  input_uploads_.copy(input_storage_.data(), used, stream_.get());
   return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size), n_seqs == end - begin};
 }
 
@@ -299,7 +309,7 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   const AttentionBatch batch = attention_batch(shape);
   const AttentionPlan plan = attention_plan(batch);
   clear_attention_workspace(plan, batch, heads, attention_workspace_.data(), stream_.get());
-  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get());
+  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get(), sampler_.device_tokens());
   // Each layer's last residual add is fused into the next norm, or made by the GEMV itself.
   const float* residual = nullptr;
   for (int l = 0; l < c.n_layers; ++l) residual = launch_layer(l, shape, plan, residual);

@@ -4,7 +4,8 @@
 // types, the paged KV cache in f16 allocated up front, activations for max_batch_tokens tokens
 // (longer batches run in chunks of that many, in order, so later tokens see earlier ones' keys).
 // Decode steps, in which every sequence brings one token, are captured into a graph per shape
-// and replayed; sample() keeps the logits on the device and returns only token ids.
+// and replayed; sample() keeps the logits on the device and returns only token ids, and
+// queue_sample() lets the host stage the next step while the device runs this one.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,6 +20,7 @@
 #include "backend/gpu/device_sampler.h"
 #include "backend/gpu/device_weights.h"
 #include "backend/gpu/graph.h"
+#include "backend/gpu/host_staging.h"
 #include "backend/gpu/ops.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
@@ -46,6 +48,8 @@ class LlamaForwardGpu : public ForwardPass {
 
   void forward(const Batch& batch, std::vector<float>& logits) override;
   std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) override;
+  void queue_sample(const Batch& batch, std::span<const SampleRow> rows) override;
+  std::vector<std::int32_t> take_tokens() override;
   int kv_blocks() const override { return options_.kv_blocks; }
   std::size_t kv_cache_bytes() const override { return kv_cache_.bytes(); }
   std::string device_name() const override { return device_name_; }
@@ -78,8 +82,9 @@ class LlamaForwardGpu : public ForwardPass {
   static std::size_t layout(int tokens, int table_width, std::int32_t* base, StepInputs* out);
 
   // Runs the batch chunk by chunk; after each chunk, its logit rows [first, first + count) are in
-  // activations_.logits and on_logits(first, count) is called.
-  void run(const Batch& batch, const std::function<void(int first, int count)>& on_logits);
+  // activations_.logits and on_logits(first, count) is called. Its previous_token(r) take row r of
+  // the step sampled before, r < previous_rows (the embedding reads them on the device).
+  void run(const Batch& batch, const std::function<void(int first, int count)>& on_logits, int previous_rows = 0);
   // Uploads tokens [begin, end) of the batch with logit rows [first_row, end_row), and says their shape.
   StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
   // Drops the graphs when a step of this shape may grow GemmContext's operand copies (see below).
@@ -121,7 +126,7 @@ class LlamaForwardGpu : public ForwardPass {
   Activations activations_;
   DeviceBuffer<std::int32_t> input_storage_;
   StepInputs inputs_;
-  std::vector<std::int32_t> host_inputs_;  // staging, in input_storage_'s layout
+  Uploads<std::int32_t> input_uploads_;  // staging, in input_storage_'s layout
   DeviceSampler sampler_;
   // The attention's split partials, for any step (allocated once: graphs hold its address).
   DeviceBuffer<std::uint8_t> attention_workspace_;

@@ -16,9 +16,10 @@
 namespace rf::gpu {
 
 // out[t] = row tokens[t] of `table`, decoded to fp32 (any stored type). Token ids are the caller's
-// to check, on the host, as the CPU backend does.
+// to check, on the host, as the CPU backend does. With `previous`, a token previous_token(r)
+// (model/batch.h) is previous[r]: a token sampled on the device and not yet seen by the host.
 void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
-                      gpuStream_t stream);
+                      gpuStream_t stream, const std::int32_t* previous = nullptr);
 
 // Activations rounded to int8 for the GEMV's integer dot products, as llama.cpp's Q8_1: each token's
 // values in blocks of 32 columns, value c of block b ~= scales[b] * codes[c], with scale = max |x| / 127

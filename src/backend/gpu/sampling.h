@@ -28,11 +28,14 @@ struct RowSampling {
 
 RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length);
 
+// The 64-bit words of launch_sample's scratch for `rows` rows of `vocab`.
+std::size_t sample_scratch_keys(int rows, int vocab);
+
 // For each of `rows` rows of `vocab` logits (modified by the penalties): tokens[r] = the row's pick.
 // params, history and tokens are device arrays (history null where no row has a penalty window: the
 // penalties' launch is then left out); counts is rows * vocab ints of zeroed scratch, which the launch
-// leaves zeroed.
+// leaves zeroed; scratch holds sample_scratch_keys(rows, vocab) words.
 void launch_sample(float* logits, int rows, int vocab, const RowSampling* params, const std::int32_t* history,
-                   std::int32_t* counts, std::int32_t* tokens, gpuStream_t stream);
+                   std::int32_t* counts, std::uint64_t* scratch, std::int32_t* tokens, gpuStream_t stream);
 
 }  // namespace rf::gpu

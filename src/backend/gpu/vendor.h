@@ -37,6 +37,10 @@ inline constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuEventRecord cudaEventRecord
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuHostAlloc cudaHostAlloc  // (pointer, bytes, flags): flags 0 on both
+#define gpuFreeHost cudaFreeHost
 using gpuGraph_t = cudaGraph_t;
 using gpuGraphExec_t = cudaGraphExec_t;
 #define gpuStreamBeginCapture cudaStreamBeginCapture
@@ -80,6 +84,10 @@ inline constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuEventRecord hipEventRecord
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuHostAlloc hipHostMalloc
+#define gpuFreeHost hipHostFree
 using gpuGraph_t = hipGraph_t;
 using gpuGraphExec_t = hipGraphExec_t;
 #define gpuStreamBeginCapture hipStreamBeginCapture

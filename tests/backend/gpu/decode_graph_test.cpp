@@ -1,8 +1,10 @@
 // The GPU decoder's captured decode steps against the same steps launched eagerly, on an f32 fixture
 // and the demo model in bf16 and q8_0 (whose GEMMs go through cuBLAS with scratch copies): decode
 // batches of three and two sequences (the GEMM path) and of one (the GEMV path), long enough that
-// the attention span grows into a second graph.
+// the attention span grows into a second graph. And decoding ahead (queue_sample), which the
+// graphs serve, against step-by-step sampling.
 #include "backend/gpu/llama_forward_gpu.h"
+#include "engine/decode_ahead.h"
 #include "gpu_test.h"
 
 namespace rf::gpu::test {
@@ -47,6 +49,31 @@ TEST_F(DecodeGraphs, ReplaysGiveTheEagerLogits) {
     // Shapes: 3 tokens (attention span 64), 2 tokens (spans 64 and 128), 1 token (64).
     EXPECT_GE(graphs.graphs_captured(), 4) << model;
     EXPECT_EQ(eager.graphs_captured(), 0) << model;
+  }
+}
+
+// The previous_token()s resolve on the device, in the graph's embedding: three sequences (the GEMM
+// path) and one (the GEMV path), greedy and at temperature 1 with a seed, past 64 positions.
+TEST_F(DecodeGraphs, DecodingAheadGivesTheStepByStepTokens) {
+  const std::string source = ROCMFORGE_SOURCE_DIR;
+  for (const std::string& model : {source + "/tests/fixtures/models/llama3", source + "/models/kjv-llama/model.q8_0.gguf"}) {
+    const Checkpoint checkpoint = Checkpoint::load(model);
+    const ModelConfig& config = checkpoint.config();
+    LlamaForwardGpu gpu(config, checkpoint.weights(), {.block_size = 16, .kv_blocks = 6 * kBlocksPerSequence, .max_batch_tokens = 16});
+    for (const double temperature : {0.0, 1.0}) {
+      SamplingParams params;
+      params.temperature = temperature;
+      params.seed = 2024;
+      for (const std::vector<std::int32_t>& first :
+           {std::vector<std::int32_t>{random_int(0, config.vocab_size - 1), random_int(0, config.vocab_size - 1),
+                                      random_int(0, config.vocab_size - 1)},
+            std::vector<std::int32_t>{random_int(0, config.vocab_size - 1)}}) {
+        const rf::test::DecodeTraces traces = rf::test::decode_both_ways(gpu, first, 70, params, kBlocksPerSequence);
+        EXPECT_EQ(traces.ahead, traces.step_by_step)
+            << name(model) << ", " << first.size() << " sequences, temperature " << temperature;
+      }
+    }
+    EXPECT_GE(gpu.graphs_captured(), 4) << model;
   }
 }
 

@@ -290,9 +290,11 @@ void DecodeStepBenchmark::head_and_sampling() {
     RowSampling greedy{};
     const DeviceBuffer<RowSampling> params(std::vector<RowSampling>(rows, greedy));
     DeviceBuffer<std::int32_t> counts(static_cast<std::size_t>(rows) * kVocab), tokens(rows);
+    DeviceBuffer<std::uint64_t> scratch(sample_scratch_keys(rows, kVocab));
     counts.zero();
     report("sample greedily, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
-             launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, counts.data(), tokens.data(), stream());
+             launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, counts.data(), scratch.data(), tokens.data(),
+                           stream());
            }), static_cast<double>(rows) * kVocab * sizeof(float), false);
   }
 }

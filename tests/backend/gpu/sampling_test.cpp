@@ -31,10 +31,12 @@ class Sampling : public GpuTest {
     DeviceBuffer<float> device_logits(logits);
     DeviceBuffer<RowSampling> device_params(row_params);
     DeviceBuffer<std::int32_t> device_history(windows), counts(static_cast<std::size_t>(rows) * vocab), tokens(rows);
+    DeviceBuffer<std::uint64_t> scratch(sample_scratch_keys(rows, vocab));
     counts.zero();
+    scratch.poison();
     tokens.poison();
     launch_sample(device_logits.data(), rows, vocab, device_params.data(), device_history.data(), counts.data(),
-                  tokens.data(), stream());
+                  scratch.data(), tokens.data(), stream());
     synchronize();
     logits = device_logits.download();
     EXPECT_EQ(counts.download(), std::vector<std::int32_t>(counts.size(), 0)) << "the penalty scratch must stay zeroed";
