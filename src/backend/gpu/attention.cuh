@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "backend/gpu/attention_kernels.h"
+#include "backend/gpu/constant_dispatch.h"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
 #include "backend/gpu/vendor.h"
@@ -124,14 +125,7 @@ inline bool supported_head_dim(int head_dim) {
 // Calls f(std::integral_constant<int, head_dim>{}).
 template <class F>
 void with_head_dim(int head_dim, F&& f) {
-  switch (head_dim) {
-    case 16: return f(std::integral_constant<int, 16>{});
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 80: return f(std::integral_constant<int, 80>{});
-    case 96: return f(std::integral_constant<int, 96>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-  }
+  if (with_constant<16, 32, 64, 80, 96, 128>(head_dim, f)) return;
   throw_bad_launch("launch_attention", "head_dim must be 16, 32, 64, 80, 96 or 128");
 }
 

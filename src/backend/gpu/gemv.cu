@@ -21,6 +21,7 @@
 
 #include "backend/gpu/activation.cuh"
 #include "backend/gpu/block_decode.cuh"
+#include "backend/gpu/constant_dispatch.h"
 #include "backend/gpu/dependent_launch.cuh"
 #include "backend/gpu/launch_check.h"
 #include "backend/gpu/ops.h"
@@ -200,13 +201,15 @@ __device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const s
   }
 }
 
-// kPreload (the integer path, one token, rows of at most kThreads blocks): a thread's one block of each
-// row loads before the wait for the kernel before. The kernels before these GEMVs (a norm, the decode
-// attention, a rounding pass) leave most SMs idle, and no kernel writes weights, so the blocks that
-// find room stream their rows while that kernel ends (llama3-8b on an H100: q4_0 decode +1.7%, q8_0
-// +1.6%). Rows of more blocks load only their first ones early, which lost as much as it won.
-template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm, bool kPreload>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
+// kPreload (the integer path, one token, rows of at most kBlockThreads blocks): a thread's one block of
+// each row loads before the wait for the kernel before. The kernels before these GEMVs (a norm, the
+// decode attention, a rounding pass) leave most SMs idle, and no kernel writes weights, so the blocks
+// that find room stream their rows while that kernel ends (llama3-8b on an H100: q4_0 decode +1.7%, q8_0
+// +1.6%). Rows of more blocks than kThreads take a block of about as many threads (wide_preload_threads).
+template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm, bool kPreload,
+          int kBlockThreads = kThreads>
+__global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args) {
+  static_assert(kPreload || kBlockThreads == kThreads, "the row loops stride by kThreads");
   // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
   // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
   // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
@@ -273,8 +276,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   }
 
   // Sums within each warp, then across the block's warps through shared memory.
-  constexpr int kWarps = kThreads / RF_WARP_SIZE;
-  static_assert(kRows * kTokens <= kThreads);
+  constexpr int kWarps = kBlockThreads / RF_WARP_SIZE;
+  static_assert(kRows * kTokens <= kBlockThreads);
   __shared__ float partial[kWarps][kMats][kRows][kTokens];
   __shared__ float partial_sq[kWarps];
   const int lane = static_cast<int>(threadIdx.x) % RF_WARP_SIZE, warp = static_cast<int>(threadIdx.x) / RF_WARP_SIZE;
@@ -318,6 +321,19 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvArgs args) {
   } else {
     *y = args.accumulate ? (kTokens == 1 && !kNorm ? before : *y) + sums[0] : sums[0];
   }
+}
+
+// Threads of a preloading block for rows of more than kThreads blocks: the row's block count rounded up
+// to whole 64-lane wavefronts, or 0 past kMostPreloadThreads; kWideRows rows a block. Llama 3 8B's down
+// projection (14336 columns: 448 blocks), walked by 128 threads, left half of them a block short of the
+// others in the last of 3.5 rounds, its loads after the wait. Wide, on an H100: q8_0 down 23.2 -> 21.8
+// us at a row a block; decode q8_0 313.1 -> 317.5 (a row) -> 318.5 tok/s (2 rows), q4_0 497.4 -> 480.6
+// (a row; down 13.9 -> 16.4 us) -> 510.0 (2 rows) -> 504.5 (4 rows).
+constexpr int kMostPreloadThreads = 512;
+constexpr int kWideRows = 2;
+int wide_preload_threads(int row_blocks) {
+  const int threads = (row_blocks + kMaxWarpSize - 1) / kMaxWarpSize * kMaxWarpSize;
+  return threads > kThreads && threads <= kMostPreloadThreads ? threads : 0;
 }
 
 // One output vector: its matrix (two, gate and up, for the SwiGLU launch).
@@ -376,6 +392,11 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
     for (std::size_t i = 0; i < products.size(); ++i) {
       for (int m = 0; m < kMats; ++m) args.slices = std::min(args.slices, decodable_slices<D>(args.segments[i].w[m], args.cols, name));
     }
+    // One token's long rows through the integer path: a block as wide as a row has blocks (see
+    // wide_preload_threads), unless the sums must keep the order of several tokens' kernels.
+    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order
+                                 ? wide_preload_threads(args.cols / D::kBlockElems)
+                                 : 0;
     with_tokens_per_block(n_tokens, [&](auto tokens) {
       constexpr int kTokens = decltype(tokens)::value;
       auto launch = [&](auto rows_per_block, auto integer_dot) {
@@ -395,9 +416,19 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           }
         }
         if constexpr (kTokens == 1 && kInteger) {
-          if (args.cols / D::kBlockElems <= kThreads) {
+          const int row_blocks = args.cols / D::kBlockElems;
+          if (row_blocks <= kThreads) {
             return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>,
                                     static_cast<unsigned>(grid), kThreads, 0, stream, args);
+          }
+          if constexpr (kMats == 1 && kRows == kWideRows) {
+            if (wide_threads > 0) {
+              auto launch_wide = [&](auto threads) {
+                launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true, decltype(threads)::value>,
+                                 static_cast<unsigned>(grid), wide_threads, 0, stream, args);
+              };
+              if (with_constant<192, 256, 320, 384, 448, kMostPreloadThreads>(wide_threads, launch_wide)) return;
+            }
           }
         }
         launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, false>, static_cast<unsigned>(grid),
@@ -406,8 +437,15 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
       if constexpr (D::kIntegerDot) {
         if (integer && kTokens == 1) {
           // Integer dot products leave a block little arithmetic, so more, smaller blocks keep more
-          // loads in flight: one row per block where that is 4 KiB or more, else two (four for short rows).
+          // loads in flight: one row per block where that is 4 KiB or more, else two (four for short
+          // rows). But two rows of 4 KiB or more where a thread loads all its blocks of them before the
+          // wait (rows of at most kThreads blocks, and wide rows): twice the bytes in flight a block
+          // (q8_0 decode, H100: q/k/v 9.9 -> 9.5 us, o 7.0 -> 6.8, gate/up 40.7 -> 40.3; 318.2 -> 320.3 tok/s).
           const std::size_t bytes = kMats * args.row_bytes;
+          if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
+          if (args.row_bytes >= 4096 && args.cols / D::kBlockElems <= kThreads) {
+            return launch(std::integral_constant<int, 2>{}, std::true_type{});
+          }
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
           if (bytes >= 2048) return launch(std::integral_constant<int, 2>{}, std::true_type{});
           return launch(std::integral_constant<int, 4>{}, std::true_type{});

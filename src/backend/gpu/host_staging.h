@@ -59,7 +59,9 @@ class Uploads {
   void copy(T* device, std::size_t count, gpuStream_t stream) {
     Slot& s = slots_[next_];
     if (count > s.buffer.size()) fail("an upload of {} elements from a staging slot of {}", count, s.buffer.size());
-    if (count > 0) RF_GPU_CHECK(gpuMemcpyAsync(device, s.buffer.data(), count * sizeof(T), gpuMemcpyHostToDevice, stream));
+    if (count > 0) {
+      RF_GPU_CHECK(gpuMemcpyAsync(device, s.buffer.data(), count * sizeof(T), gpuMemcpyHostToDevice, stream));
+    }
     s.copied.record(stream);
     next_ = 1 - next_;
   }

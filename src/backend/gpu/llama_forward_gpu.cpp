@@ -285,6 +285,7 @@ AttentionPlan LlamaForwardGpu::attention_plan(const AttentionBatch& batch) const
 
 void LlamaForwardGpu::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
   if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x.x, n_tokens, x.half);
+  x.fixed_order = options_.batch_invariant;
   // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
   const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
   if (shared) return launch_gemv_group(products, x, n_tokens, stream_.get());
@@ -294,6 +295,7 @@ void LlamaForwardGpu::project(std::span<const WeightProduct> products, GemvInput
 void LlamaForwardGpu::project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate) {
   if (accumulate) {
     require(gemv_serves(n_tokens), "project", "only the GEMV adds into its output");
+    x.fixed_order = options_.batch_invariant;
     return launch_gemv(w, x, n_tokens, out, stream_.get(), true);
   }
   const WeightProduct product{w, out};

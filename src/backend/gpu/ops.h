@@ -116,11 +116,14 @@ struct RmsNormOf {
 // (a fifth of the instructions per weight of decoding to fp32; the result moves by x's rounding,
 // relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy. A GEMV
 // of one token through the float path may fold x's norm (then x is the residual stream itself).
+// fixed_order keeps one token's sums in the order of the kernels for several tokens (batch invariance),
+// which the fastest kernel for one token's long Q8_0 and Q4_0 rows does not.
 struct GemvInput {
   const float* x;
   QuantizedActivations rounded{};
   HalfCopy half{};
   RmsNormOf norm{};
+  bool fixed_order = false;
   GemvInput(const float* x) : x(x) {}  // implicit: most inputs are x alone
   GemvInput(const float* x, QuantizedActivations rounded, HalfCopy half = {}) : x(x), rounded(rounded), half(half) {}
   GemvInput(const float* x, RmsNormOf norm) : x(x), norm(norm) {}
@@ -131,7 +134,7 @@ bool gemv_reads_rounded(DType type);
 
 // y = W x for each of n_tokens vectors: y[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], W in
 // its stored type and device layout (device_layout.h), decoded in registers, in fp32. Each token's
-// output has the same bits whatever n_tokens is (batch invariance). Quantized rows must be whole
+// output has the same bits whatever n_tokens is (batch invariance), given x.fixed_order. Quantized rows must be whole
 // blocks, Q4_K's data 16-byte aligned, x 16-byte aligned (device allocations are) and, for more than
 // one token, the column count a multiple of 4. Fast for the few tokens of a decode step; prefill
 // goes to launch_gemm. With `accumulate`, y += W x instead (a residual stream's update).

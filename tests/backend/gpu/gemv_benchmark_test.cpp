@@ -1,10 +1,12 @@
 // Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
-// token (Q8_0 and Q4_0 also from x's int8 copy); and for a batch of 8 tokens, through the GEMV and
-// through the GEMM. Disabled by default (a measurement, not a check); tools/gpu_check.sh runs it with
+// token (Q8_0 and Q4_0 also from x's int8 copy); for a batch of 8 tokens, through the GEMV and
+// through the GEMM; and the GEMM of decode batches of 8 to 32 tokens at every bf16 projection's shape.
+// Disabled by default (a measurement, not a check); tools/gpu_check.sh runs it with
 // --gtest_also_run_disabled_tests.
 #include <algorithm>
 #include <memory>
 
+#include "backend/gpu/gemm_kernels.h"
 #include "backend/gpu/ops.h"
 #include "gpu_test.h"
 #include "gpu_timer.h"
@@ -21,7 +23,8 @@ constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight 
 // the median over several such batches.
 constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
-// The GEMV from fp32 x, the GEMV from x's int8 copy, or the prefill GEMM.
+// The GEMV from fp32 x, the GEMV from x's int8 copy, or the GEMM from x's 16-bit copy (as a decode
+// batch's norm makes it).
 enum class Path { kGemv, kGemvInt8, kGemm };
 
 class GemvBenchmark : public GpuTest {
@@ -41,12 +44,16 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
   DeviceBuffer<float> x(random_floats(shape.cols * tokens)), y(shape.rows * tokens);
   RoundedBuffer x_rounded(tokens, shape.cols);
   launch_quantize_activations(x.data(), tokens, static_cast<int>(shape.cols), x_rounded.view(), stream());
+  DeviceBuffer<std::uint16_t> x_half(shape.cols * tokens);
+  const DType operand = gemm_operand_type(type);
+  launch_round_to_16bit(x.data(), x_half.size(), operand, x_half.data(), stream());
 
   auto launch = [&](int i) {
     const WeightMatrix w{type, shape.rows, shape.cols, weights[i % copies].data()};
     if (path == Path::kGemm) {
       if (!gemm_) gemm_ = make_gemm_context(stream());
-      launch_gemm(*gemm_, w, x.data(), tokens, y.data());
+      const WeightProduct product{w, y.data()};
+      launch_gemm_group(*gemm_, std::span(&product, 1), x.data(), tokens, {x_half.data(), operand});
     } else {
       const GemvInput input = path == Path::kGemvInt8 ? GemvInput{x.data(), x_rounded.view()} : GemvInput{x.data()};
       launch_gemv(w, input, tokens, y.data(), stream());
@@ -89,6 +96,14 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
     for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
       for (const Path path : {Path::kGemv, Path::kGemm}) bench_gemv(type, shape, 8, path, timer);
     }
+  }
+}
+
+// Llama 3 8B's bf16 projections of a decode batch: q/k/v stacked, o, gate/up stacked, down.
+TEST_F(GemvBenchmark, DISABLED_DecodeBatchGemm) {
+  EventTimer timer;
+  for (const Shape& shape : {Shape{6144, 4096}, Shape{4096, 4096}, Shape{28672, 4096}, Shape{4096, 14336}}) {
+    for (const int tokens : {8, 16, 32}) bench_gemv(DType::BF16, shape, tokens, Path::kGemm, timer);
   }
 }
 

@@ -173,7 +173,7 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
   // 96 columns: rows of 3 blocks, 2-byte aligned only; 14336: the down projection's rows, enough of
   // them that SwiGLU's outputs are not all near zero: silu(g) u moves by u times g's rounding, which
   // against a norm of only near-zero outputs read 1.4e-5 with 6 rows (seed 9688912827931577114).
-  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1}, {48, 14336, 1}, {300, 512, 3}, {19, 4096, 8}};
+  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1}, {48, 14336, 1}, {300, 512, 3}, {19, 4096, 8}, {48, 14336, 3}};
   for (const DType type : {DType::Q8_0, DType::Q4_0}) {
     for (const auto& c : cases) {
       const auto a = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
@@ -191,10 +191,13 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
       launch_gemv_group(group, input, c.tokens, stream());
       launch_gemv_swiglu(wa, wb, input, c.tokens, swiglu.data(), stream());
       DeviceBuffer<float> alone(c.rows * c.tokens);
+      // One token at a time in the order of the launch for all of them (14336 columns: a single token's
+      // fastest kernel sums in another order).
       for (int t = 0; t < c.tokens; ++t) {
         const QuantizedActivations v = x_rounded.view();
         const std::size_t blocks = t * c.cols / 32;
-        const GemvInput token{x_gpu.data() + t * c.cols, {v.codes + t * c.cols, v.scales + blocks, v.code_sums + blocks}};
+        GemvInput token{x_gpu.data() + t * c.cols, {v.codes + t * c.cols, v.scales + blocks, v.code_sums + blocks}};
+        token.fixed_order = c.tokens > 1;
         launch_gemv(wa, token, 1, alone.data() + t * c.rows, stream());
       }
       synchronize();
