@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "engine/model_runner.h"
 #include "engine/sequence.h"
@@ -14,6 +15,35 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// One sequence's decode steps, queued and not yet taken. Those left when generation ends (a step
+// queued past a stop, or an error on the way) are taken and dropped: the runner is ready for the next.
+class QueuedSteps {
+ public:
+  explicit QueuedSteps(ModelRunner& runner) : runner_(runner) {}
+  QueuedSteps(const QueuedSteps&) = delete;
+  QueuedSteps& operator=(const QueuedSteps&) = delete;
+  ~QueuedSteps() {
+    try {
+      while (count_ > 0) take();
+    } catch (const std::exception&) {  // an error is already on its way out, or the device is gone
+    }
+  }
+
+  void queue(const Batch& batch, const SampleRow& row) {
+    runner_.queue_sample(batch, std::span(&row, 1));
+    ++count_;
+  }
+  std::int32_t take() {
+    --count_;
+    return runner_.take_tokens().front();
+  }
+  int count() const { return count_; }
+
+ private:
+  ModelRunner& runner_;
+  int count_ = 0;
+};
 }  // namespace
 
 GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& prompt, const GenerateOptions& options,
@@ -63,15 +93,14 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
   // Queues the step that runs `token` at `pos`. Without penalties, the step after it is queued before
   // its token reaches the host (ForwardPass::queue_sample), so the device never waits for the host.
   const bool ahead = !penalises(options.sampling);
+  QueuedSteps steps(runner);  // at the loop's top, one where the step that runs `next` is queued already
   auto queue_step = [&](std::int32_t token, int pos) {
     blocks.reserve(pos + 1);
     Batch batch;
     batch.block_tables.push_back(blocks.table());
     batch.add_sequence(0, &token, 1, pos, true);
-    const SampleRow row{sampler, history};
-    runner.queue_sample(batch, std::span(&row, 1));
+    steps.queue(batch, SampleRow{sampler, history});
   };
-  bool queued = false;  // whether the step that runs `next` is queued already
   while (static_cast<int>(result.tokens.size()) < max_tokens) {
     if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
       result.finish = FinishReason::Stop;
@@ -87,12 +116,10 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
     const int generated = static_cast<int>(result.tokens.size());
     if (generated == max_tokens) break;  // no forward for a token nobody samples
     const int pos = static_cast<int>(history.size()) - 1;
-    if (!queued) queue_step(next, pos);
-    queued = ahead && generated + 1 < max_tokens;
-    if (queued) queue_step(previous_token(0), pos + 1);
-    next = runner.take_tokens().front();
+    if (steps.count() == 0) queue_step(next, pos);
+    if (ahead && generated + 1 < max_tokens) queue_step(previous_token(0), pos + 1);
+    next = steps.take();
   }
-  if (queued) runner.take_tokens();  // a step past the end: its token is not wanted
   if (!stops.stopped()) emit(stops.push(decoder.flush()) + stops.flush());
   result.generate_seconds = seconds_since(decode_start);
   return result;

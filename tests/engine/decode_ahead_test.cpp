@@ -1,8 +1,10 @@
 // Decoding ahead on the CPU (ForwardPass's own queue_sample), on the demo model: the tokens of
-// step-by-step sampling, and clear errors for what it cannot take.
+// step-by-step sampling, clear errors for what it cannot take, and generate() leaving no step queued
+// when it stops early.
 #include <gtest/gtest.h>
 
 #include "engine/decode_ahead.h"
+#include "engine/generate.h"
 #include "engine/model_runner.h"
 #include "util/error.h"
 
@@ -60,6 +62,24 @@ TEST_F(DecodeAhead, RefusesWhatItCannotTake) {
       << "a third step in flight";
   EXPECT_EQ(backend.take_tokens().size(), 1u);
   EXPECT_EQ(backend.take_tokens().size(), 1u);
+}
+
+// A stop string ends generation with the step after it already queued; the next generation must find
+// the runner as new, and give what it gives alone.
+TEST_F(DecodeAhead, GenerationThatStopsLeavesNoStepBehind) {
+  const auto prompt = runner_.tokenizer().encode("In the beginning", true);
+  GenerateOptions options;
+  options.sampling.temperature = 0;
+  options.ignore_eos = true;
+  options.max_tokens = 24;
+  const GenerateResult whole = generate(runner_, prompt, options);
+  ASSERT_GT(whole.text.size(), 12u);
+  GenerateOptions stopping = options;
+  stopping.stop = {whole.text.substr(8, 4)};
+  const GenerateResult stopped = generate(runner_, prompt, stopping);
+  EXPECT_EQ(stopped.finish, FinishReason::Stop);
+  EXPECT_LT(stopped.tokens.size(), whole.tokens.size());
+  EXPECT_EQ(generate(runner_, prompt, options).tokens, whole.tokens);
 }
 
 }  // namespace
