@@ -6,8 +6,12 @@
 
 namespace rf {
 
-std::vector<std::int32_t> ForwardPass::sample(const Batch& batch, std::span<const SampleRow> rows) {
+void ForwardPass::check_rows(const Batch& batch, std::span<const SampleRow> rows) {
   if (rows.size() != batch.logit_rows.size()) fail("{} sampling rows for {} logit rows", rows.size(), batch.logit_rows.size());
+}
+
+std::vector<std::int32_t> ForwardPass::sample(const Batch& batch, std::span<const SampleRow> rows) {
+  check_rows(batch, rows);
   std::vector<float> logits;
   forward(batch, logits);
   const std::size_t vocab = rows.empty() ? 0 : logits.size() / rows.size();
@@ -20,7 +24,7 @@ std::vector<std::int32_t> ForwardPass::sample(const Batch& batch, std::span<cons
 
 void ForwardPass::check_queued(const Batch& batch, std::span<const SampleRow> rows, int steps_in_flight) {
   if (steps_in_flight >= kStepsInFlight) fail("at most {} decode steps may be queued and not yet taken", kStepsInFlight);
-  if (rows.size() != batch.logit_rows.size()) fail("{} sampling rows for {} logit rows", rows.size(), batch.logit_rows.size());
+  check_rows(batch, rows);
   const bool ahead = std::any_of(batch.tokens.begin(), batch.tokens.end(), [](std::int32_t t) { return t < 0; });
   if (!ahead) return;
   for (const auto& row : rows) {

@@ -60,6 +60,8 @@ class ForwardPass {
   virtual DeviceCeilings measure_ceilings() = 0;
 
  protected:
+  // Throws rf::Error unless rows has one entry per logit row of the batch.
+  static void check_rows(const Batch& batch, std::span<const SampleRow> rows);
   // Throws rf::Error where queue_sample may not take the batch (see there) with `steps_in_flight`
   // queued and not taken; check_batch checks what its previous_token()s refer to.
   static void check_queued(const Batch& batch, std::span<const SampleRow> rows, int steps_in_flight);

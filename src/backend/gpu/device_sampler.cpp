@@ -49,7 +49,7 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, gpuStream_t stream)
     counts_ = DeviceBuffer<std::int32_t>(counted);
     counts_.zero();
   }
-  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  Step& step = filling();
   if (step.tokens.size() < rows.size()) step.tokens = PinnedBuffer<std::int32_t>(std::max(rows.size(), 2 * step.tokens.size()));
   step.rows = rows.size();
   whole_step_in_one_call_ = false;
@@ -60,14 +60,14 @@ void DeviceSampler::sample(float* logits, int first, int count, gpuStream_t stre
   const std::int32_t* history = history_.empty() ? nullptr : device_history_.data();  // no penalties' launch
   launch_sample(logits, count, vocab_, device_params_.data() + first, history, counts_.data(), scratch_.data(),
                 tokens_.data(), stream);
-  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  Step& step = filling();
   RF_GPU_CHECK(gpuMemcpyAsync(step.tokens.data() + first, tokens_.data(), count * sizeof(std::int32_t),
                               gpuMemcpyDeviceToHost, stream));
   whole_step_in_one_call_ = first == 0 && static_cast<std::size_t>(count) == step.rows;
 }
 
 void DeviceSampler::finish(gpuStream_t stream) {
-  Step& step = steps_[(oldest_ + in_flight_) % steps_.size()];
+  Step& step = filling();
   step.copied.record(stream);
   ++in_flight_;
   rows_on_device_ = whole_step_in_one_call_ ? static_cast<int>(step.rows) : 0;

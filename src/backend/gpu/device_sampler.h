@@ -41,6 +41,8 @@ class DeviceSampler {
     Event copied;
     std::size_t rows = 0;
   };
+  // The step between prepare() and finish(): the one after those in flight.
+  Step& filling() { return steps_[(oldest_ + in_flight_) % steps_.size()]; }
 
   int vocab_;
   int max_rows_;

@@ -394,9 +394,8 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
     }
     // One token's long rows through the integer path: a block as wide as a row has blocks (see
     // wide_preload_threads), unless the sums must keep the order of several tokens' kernels.
-    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order
-                                 ? wide_preload_threads(args.cols / D::kBlockElems)
-                                 : 0;
+    const int row_blocks = args.cols / D::kBlockElems;
+    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order ? wide_preload_threads(row_blocks) : 0;
     with_tokens_per_block(n_tokens, [&](auto tokens) {
       constexpr int kTokens = decltype(tokens)::value;
       auto launch = [&](auto rows_per_block, auto integer_dot) {
@@ -416,7 +415,6 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           }
         }
         if constexpr (kTokens == 1 && kInteger) {
-          const int row_blocks = args.cols / D::kBlockElems;
           if (row_blocks <= kThreads) {
             return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>,
                                     static_cast<unsigned>(grid), kThreads, 0, stream, args);
@@ -443,7 +441,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           // (q8_0 decode, H100: q/k/v 9.9 -> 9.5 us, o 7.0 -> 6.8, gate/up 40.7 -> 40.3; 318.2 -> 320.3 tok/s).
           const std::size_t bytes = kMats * args.row_bytes;
           if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
-          if (args.row_bytes >= 4096 && args.cols / D::kBlockElems <= kThreads) {
+          if (args.row_bytes >= 4096 && row_blocks <= kThreads) {
             return launch(std::integral_constant<int, 2>{}, std::true_type{});
           }
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
