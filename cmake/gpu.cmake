@@ -115,3 +115,9 @@ endif()
 # The engine picks the backend (engine/backend_select.cpp): it runs on rf_gpu when this is defined.
 target_link_libraries(rf_engine PUBLIC rf_gpu)
 target_compile_definitions(rf_engine PRIVATE ROCMFORGE_GPU_BACKEND="${ROCMFORGE_GPU}")
+
+# The kernel timeline's CUPTI injection library (tools/kernel_trace), for tools/gpu_check.sh.
+if(ROCMFORGE_GPU STREQUAL "cuda" AND TARGET CUDA::cupti)
+  add_library(kernel_trace MODULE ${PROJECT_SOURCE_DIR}/tools/kernel_trace/kernel_trace.cpp)
+  target_link_libraries(kernel_trace PRIVATE CUDA::cupti)
+endif()

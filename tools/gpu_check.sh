@@ -3,7 +3,8 @@
 # test_gpu and rocmforge, runs the GPU tests, then the benchmarks (decode GEMV bandwidth, a decode
 # step's kernels, prefill GEMM and flash attention against the materialised version), greedy
 # generation on the GPU against the CPU, rocmforge bench on the GPU (llama3-1b, and issue #4's table
-# on the llama3-8b shape), the serving benchmark on the GPU, and last the tests again under
+# on the llama3-8b shape), the serving benchmark on the GPU, the decode step's kernels in place
+# (tools/kernel_timeline.py), and last the tests again under
 # compute-sanitizer (memcheck, racecheck) when it is installed; it ends with a summary. Logs
 # go to build/gpu-check, and are packed into $OUT/gpu-check-logs.tar.gz when OUT is set (the device
 # machine's output folder, which returns only a few files).
@@ -130,10 +131,11 @@ summary() {
     echo "== rocmforge $bench"
     grep -E '^(device:|model:|\| [a-z0-9])' "$logs/$bench.log" | awk '!/^\| (model|streams)/ || !seen++'
   done
-  if [[ -f $logs/profile.log ]]; then
-    echo "== decode profile, llama3-8b bf16: GPU time by kernel"
-    grep -E '^ +[0-9.]+ +[0-9]+ +[0-9]+' "$logs/profile.log" | head -n 15 | awk '{printf "%5s%% %10.1f us x %6d  ", $1, $4 / 1000, $3; for (i = 9; i <= NF; ++i) printf "%s ", $i; print ""}' | cut -c 1-160
-  fi
+  for trace in "$logs"/timeline-*.log; do
+    [[ -f $trace ]] || continue
+    echo "== decode timeline, llama3-8b $(basename "$trace" .log | cut -d- -f2-): each kernel's time in place, a step"
+    grep -E '^(steps:|kernel |[a-z])' "$trace" | cut -c 1-150
+  done
   echo "== steps"
   printf '%s\n' "${steps[@]}"
   [[ -n ${OUT:-} ]] && tar czf "$OUT/gpu-check-logs.tar.gz" -C "$logs" .
@@ -158,11 +160,12 @@ bench_8b() {
     done &&
     "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant
 }
-# profile_decode: GPU time per kernel over 32 decode steps of the 8B shape (and its prompt-free warm-up).
-profile_decode() {
-  nsys profile -q -o "$logs/decode" -t cuda --force-overwrite true \
-    "$rocmforge" bench --synthetic llama3-8b --device cuda -p 0 -n 32 -r 1 &&
-    nsys stats -q --report cuda_gpu_kern_sum --format table "$logs/decode.nsys-rep"
+# timeline DTYPE BATCH: what each kernel of a decode step (the 8B shape, BATCH sequences) costs in place,
+# from the GPU's own kernel records (tools/kernel_trace: nsys there cannot import its own traces).
+timeline() {
+  CUDA_INJECTION64_PATH=$build/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=$logs/timeline-$1-b$2.csv \
+    "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype "$1" -p 0 -n 32 -b "$2" -r 1 &&
+    python3 tools/kernel_timeline.py "$logs/timeline-$1-b$2.csv" --steps 16
 }
 # rocmforge links the whole project: built apart, so that a failure there leaves the tests' results.
 if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
@@ -173,7 +176,10 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   step bench-8b bench_8b
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
   step serve-invariant python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda --batch-invariant
-  if command -v nsys >/dev/null; then step profile profile_decode; fi
+  if step build-trace cmake --build "$build" --target kernel_trace -j "$(nproc)"; then
+    step timeline-q4_0-b1 timeline q4_0 1
+    step timeline-bf16-b32 timeline bf16 32
+  fi
 fi
 # The sanitizers slow kernels down tenfold and more, so they run last; they leave out the statistical
 # sampling tests (thousands of draws), which run no code the other sampling tests do not.

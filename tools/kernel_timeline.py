@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""What each kernel of a decode step costs in place, from a trace of tools/kernel_trace.
+
+With programmatic dependent launch, kernels overlap their neighbours: a kernel's own duration (end -
+start) counts time it spent waiting for the one before. What it adds to the step is its end minus the
+latest end of the kernels before it (its marginal time); the GPU idles where a kernel starts after
+every earlier one has ended. Steps are cut at each launch of the step's first kernel (the token
+embedding); the last --steps complete ones are averaged.
+
+    python3 tools/kernel_timeline.py trace.csv [--steps 16] [--first embedding_kernel]
+"""
+import argparse
+import csv
+import re
+import statistics
+from collections import OrderedDict
+
+
+def short_name(name):
+    name = re.sub(r"\(anonymous namespace\)::|rf::gpu::|rf::|attention::", "", name)
+    name = re.sub(r"\(DType\)|\(RopeLayout\)|std::integral_constant", "", name)
+    return name.removeprefix("void ").split("(")[0][:110]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--steps", type=int, default=16, help="complete steps to average, from the end")
+    parser.add_argument("--first", default="embedding_kernel", help="the step's first kernel (a substring)")
+    args = parser.parse_args()
+
+    with open(args.trace, newline="") as f:
+        kernels = sorted(
+            ({"start": int(r["start_ns"]), "end": int(r["end_ns"]), "grid": int(r["grid"]), "block": int(r["block"]),
+              "name": short_name(r["name"])} for r in csv.DictReader(f)),
+            key=lambda k: k["start"])
+    firsts = [i for i, k in enumerate(kernels) if args.first in k["name"]]
+    if len(firsts) < 2:
+        raise SystemExit(f"fewer than two kernels named like {args.first!r}: no complete step")
+    cuts = firsts[-(args.steps + 1):]
+    rows = OrderedDict()
+    walls, idles, busy = [], [], []
+    for begin, end in zip(cuts, cuts[1:]):
+        step = kernels[begin:end]
+        walls.append((kernels[end]["start"] - step[0]["start"]) / 1e3)
+        latest, idle, previous = step[0]["start"], 0, "(step)"
+        for k in step:
+            idle += max(0, k["start"] - latest)
+            marginal = max(0, k["end"] - max(latest, k["start"]))
+            latest = max(latest, k["end"])
+            key = (k["name"], k["grid"], k["block"], previous)
+            row = rows.setdefault(key, {"own": [], "marginal": [], "per_step": 0})
+            row["own"].append((k["end"] - k["start"]) / 1e3)
+            row["marginal"].append(marginal / 1e3)
+            previous = k["name"]
+        idles.append(idle / 1e3)
+        busy.append((latest - step[0]["start"]) / 1e3)
+    steps = len(walls)
+    wall = statistics.median(walls)
+    print(f"steps: {steps}, kernels a step: {(cuts[-1] - cuts[0]) // steps}, step wall {wall:.1f} us (median), "
+          f"idle inside a step {statistics.median(idles):.1f} us, after its last kernel {wall - statistics.median(busy):.1f} us")
+    print(f"{'kernel':<72} {'grid':>7} {'block':>5} {'a step':>6} {'own us':>7} {'in place':>8} {'a step us':>9} {'share':>6}  after")
+    for (name, grid, block, previous), row in rows.items():
+        per_step = len(row["own"]) / steps
+        total = sum(row["marginal"]) / steps
+        print(f"{name[:72]:<72} {grid:>7} {block:>5} {per_step:>6.0f} {statistics.mean(row['own']):>7.2f} "
+              f"{statistics.mean(row['marginal']):>8.2f} {total:>9.1f} {100 * total / wall:>5.1f}%  {previous[:40]}")
+
+
+if __name__ == "__main__":
+    main()
