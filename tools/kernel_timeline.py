@@ -49,7 +49,7 @@ def main():
             marginal = max(0, k["end"] - max(latest, k["start"]))
             latest = max(latest, k["end"])
             key = (k["name"], k["grid"], k["block"], previous)
-            row = rows.setdefault(key, {"own": [], "marginal": [], "per_step": 0})
+            row = rows.setdefault(key, {"own": [], "marginal": []})
             row["own"].append((k["end"] - k["start"]) / 1e3)
             row["marginal"].append(marginal / 1e3)
             previous = k["name"]
