@@ -22,22 +22,21 @@ def short_name(name):
     return name.removeprefix("void ").split("(")[0][:110]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("trace")
-    parser.add_argument("--steps", type=int, default=16, help="complete steps to average, from the end")
-    parser.add_argument("--first", default="embedding_kernel", help="the step's first kernel (a substring)")
-    args = parser.parse_args()
+def load(path):
+    """The trace's kernels, in order of their start."""
+    with open(path, newline="") as f:
+        return sorted(({"start": int(r["start_ns"]), "end": int(r["end_ns"]), "grid": int(r["grid"]),
+                        "block": int(r["block"]), "name": short_name(r["name"])} for r in csv.DictReader(f)),
+                      key=lambda k: k["start"])
 
-    with open(args.trace, newline="") as f:
-        kernels = sorted(
-            ({"start": int(r["start_ns"]), "end": int(r["end_ns"]), "grid": int(r["grid"]), "block": int(r["block"]),
-              "name": short_name(r["name"])} for r in csv.DictReader(f)),
-            key=lambda k: k["start"])
-    firsts = [i for i, k in enumerate(kernels) if args.first in k["name"]]
+
+def timeline(kernels, steps, first):
+    """The last `steps` complete steps: their median wall time, idle time inside a step and after its last
+    kernel (us), and per kernel (name, grid, block, the kernel before it) its own and marginal times (us)."""
+    firsts = [i for i, k in enumerate(kernels) if first in k["name"]]
     if len(firsts) < 2:
-        raise SystemExit(f"fewer than two kernels named like {args.first!r}: no complete step")
-    cuts = firsts[-(args.steps + 1):]
+        raise SystemExit(f"fewer than two kernels named like {first!r}: no complete step")
+    cuts = firsts[-(steps + 1):]
     rows = OrderedDict()
     walls, idles, busy = [], [], []
     for begin, end in zip(cuts, cuts[1:]):
@@ -48,23 +47,33 @@ def main():
             idle += max(0, k["start"] - latest)
             marginal = max(0, k["end"] - max(latest, k["start"]))
             latest = max(latest, k["end"])
-            key = (k["name"], k["grid"], k["block"], previous)
-            row = rows.setdefault(key, {"own": [], "marginal": []})
+            row = rows.setdefault((k["name"], k["grid"], k["block"], previous), {"own": [], "marginal": []})
             row["own"].append((k["end"] - k["start"]) / 1e3)
             row["marginal"].append(marginal / 1e3)
             previous = k["name"]
         idles.append(idle / 1e3)
         busy.append((latest - step[0]["start"]) / 1e3)
-    steps = len(walls)
     wall = statistics.median(walls)
-    print(f"steps: {steps}, kernels a step: {(cuts[-1] - cuts[0]) // steps}, step wall {wall:.1f} us (median), "
-          f"idle inside a step {statistics.median(idles):.1f} us, after its last kernel {wall - statistics.median(busy):.1f} us")
+    summary = {"steps": len(walls), "kernels": (cuts[-1] - cuts[0]) // len(walls), "wall": wall,
+               "idle": statistics.median(idles), "after": wall - statistics.median(busy)}
+    return summary, rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--steps", type=int, default=16, help="complete steps to average, from the end")
+    parser.add_argument("--first", default="embedding_kernel", help="the step's first kernel (a substring)")
+    args = parser.parse_args()
+    s, rows = timeline(load(args.trace), args.steps, args.first)
+    print(f"steps: {s['steps']}, kernels a step: {s['kernels']}, step wall {s['wall']:.1f} us (median), "
+          f"idle inside a step {s['idle']:.1f} us, after its last kernel {s['after']:.1f} us")
     print(f"{'kernel':<72} {'grid':>7} {'block':>5} {'a step':>6} {'own us':>7} {'in place':>8} {'a step us':>9} {'share':>6}  after")
     for (name, grid, block, previous), row in rows.items():
-        per_step = len(row["own"]) / steps
-        total = sum(row["marginal"]) / steps
+        per_step = len(row["own"]) / s["steps"]
+        total = sum(row["marginal"]) / s["steps"]
         print(f"{name[:72]:<72} {grid:>7} {block:>5} {per_step:>6.0f} {statistics.mean(row['own']):>7.2f} "
-              f"{statistics.mean(row['marginal']):>8.2f} {total:>9.1f} {100 * total / wall:>5.1f}%  {previous[:40]}")
+              f"{statistics.mean(row['marginal']):>8.2f} {total:>9.1f} {100 * total / s['wall']:>5.1f}%  {previous[:40]}")
 
 
 if __name__ == "__main__":
