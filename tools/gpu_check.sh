@@ -134,7 +134,7 @@ summary() {
   for trace in "$logs"/timeline-*.log; do
     [[ -f $trace ]] || continue
     echo "== decode timeline, llama3-8b $(basename "$trace" .log | cut -d- -f2-): each kernel's time in place, a step"
-    grep -E '^(steps:|kernel |[a-z])' "$trace" | cut -c 1-150
+    grep -E '^[a-z]' "$trace" | cut -c 1-150
   done
   echo "== steps"
   printf '%s\n' "${steps[@]}"

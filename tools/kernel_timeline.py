@@ -13,7 +13,6 @@ import argparse
 import csv
 import re
 import statistics
-from collections import OrderedDict
 
 
 def short_name(name):
@@ -37,7 +36,7 @@ def timeline(kernels, steps, first):
     if len(firsts) < 2:
         raise SystemExit(f"fewer than two kernels named like {first!r}: no complete step")
     cuts = firsts[-(steps + 1):]
-    rows = OrderedDict()
+    rows = {}
     walls, idles, busy = [], [], []
     for begin, end in zip(cuts, cuts[1:]):
         step = kernels[begin:end]
