@@ -131,19 +131,22 @@ void with_head_dim(int head_dim, F&& f) {
 
 // The decode kernel (attention_decode.cu), for the tokens alone in their sequence: `splits` key ranges
 // per token, merged in the kernel, and `heads` query heads of a KV head's group a block (a power of two;
-// 0 or more than the kernel takes: its most, the group up to 8). The heads a block takes, its blocks per
-// token and KV head, and the scratch the ranges need (none for one range): their partials, and arrival
-// counters that clear_decode_workspace zeroes (see clear_attention_workspace).
+// 0 or more than the kernel takes: its most, the group up to 8), in blocks of kDecodeThreads threads, or
+// kWideDecodeThreads where `wide` (one head a block). The heads a block takes, its blocks per token and KV
+// head, and the scratch the ranges need (none for one range): their partials, and arrival counters that
+// clear_decode_workspace zeroes (see clear_attention_workspace).
+constexpr int kDecodeThreads = 128;
+constexpr int kWideDecodeThreads = 512;
 int decode_heads_per_block(HeadShape shape, int heads);
 int decode_head_chunks(HeadShape shape, int heads);
 // Decode blocks of this shape that the current device runs at once (one wave).
-int decode_blocks_per_wave(HeadShape shape, int heads);
+int decode_blocks_per_wave(HeadShape shape, int heads, bool wide);
 std::size_t decode_workspace_bytes(int splits, int heads, const AttentionBatch& batch, HeadShape shape);
 void clear_decode_workspace(int splits, int heads, const AttentionBatch& batch, HeadShape shape, void* workspace,
                             gpuStream_t stream);
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, int heads, bool every_token, const DecodeRope& rope, void* workspace, float* out,
-                   HalfCopy half, QuantizedActivations rounded, gpuStream_t stream);
+                   int splits, int heads, bool wide, bool every_token, const DecodeRope& rope, void* workspace,
+                   float* out, HalfCopy half, QuantizedActivations rounded, gpuStream_t stream);
 
 // The tensor-core prefill kernel (attention_mma.cu), for tokens [0, n_tokens) in tiles of
 // tensor_core_tiling(group).tokens. False where this build or device cannot run it.

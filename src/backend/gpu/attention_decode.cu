@@ -5,7 +5,9 @@
 // A block takes one token, up to kMaxHeads query heads of one KV head's group (GQA: they share every
 // key and value it loads) and one range of keys. Within it, groups of lanes take keys in turn, each lane
 // 8 dims of a row (one 16-byte load of f16), and keep an online softmax over their own keys; the block
-// merges its groups through shared memory. With several ranges, each block writes its partial output
+// merges its groups through shared memory. Wide blocks (kWideDecodeThreads, one head) have 4 times the
+// groups: where a step has few blocks, one range of them covers what several ranges would, without the
+// merge through memory that ranges need. With several ranges, each block writes its partial output
 // (normalised by its own sum) and the log of that sum; the block that finishes its token's ranges last
 // merges them, in range order, so that the result does not depend on which block that is.
 //
@@ -27,11 +29,10 @@ namespace rf::gpu::attention {
 
 namespace {
 
-constexpr int kThreads = 128;
 constexpr int kMaxHeads = 8;
 
 // Lanes that read one key row together (8 dims each), and the key groups of a block.
-template <int kHeadDim>
+template <int kHeadDim, int kThreads>
 struct DecodeLanes {
   static constexpr int kPerKey = static_cast<int>(std::bit_ceil(static_cast<unsigned>(kHeadDim / 8)));
   static constexpr int kGroups = kThreads / kPerKey;
@@ -113,6 +114,7 @@ struct LaneRope {
 
 // out[at] = o, and its 16-bit copy and int8 rounding where asked for. The rounding reduces over each
 // block of 32 values (which a head holds whole), held by 32 consecutive threads that call this together.
+template <int kThreads>
 __device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at, float o) {
   p.out[at] = o;
   if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
@@ -138,9 +140,9 @@ __device__ bool arrived_last(const DecodeParams& p, int t) {
   return last;
 }
 
-template <int kHeadDim, int kHeads>
+template <int kHeadDim, int kHeads, int kThreads>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) {
-  using Lanes = DecodeLanes<kHeadDim>;
+  using Lanes = DecodeLanes<kHeadDim, kThreads>;
   constexpr int kKeys = kHeads >= 8 ? 2 : 4;  // keys in flight per lane, within its registers
   constexpr int kStep = Lanes::kGroups * kKeys;
   const AttentionBatch& batch = p.batch;
@@ -318,7 +320,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
     }
     const float o = total > 0.0f ? value / total : 0.0f;
     if (!split) {
-      write_out(p, token_offset + e, o);
+      write_out<kThreads>(p, token_offset + e, o);
       continue;
     }
     p.partial_out[blockIdx.z * range_stride + token_offset + e] = o;
@@ -344,7 +346,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const DecodeParams p) 
       total += weight;
       value += weight * partial_out[r * range_stride + token_offset + e];
     }
-    write_out(p, token_offset + e, value / total);
+    write_out<kThreads>(p, token_offset + e, value / total);
   }
 }
 
@@ -358,14 +360,19 @@ std::size_t arrival_bytes(int splits, int heads, const AttentionBatch& batch, He
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-// The kernel for a block of `heads` heads.
+// The kernel for blocks of `heads` heads, wide or not.
 template <int kDim>
-auto decode_kernel_for(HeadShape shape, int heads) -> void (*)(DecodeParams) {
-  switch (decode_heads_per_block(shape, heads)) {
-    case 1: return decode_kernel<kDim, 1>;
-    case 2: return decode_kernel<kDim, 2>;
-    case 4: return decode_kernel<kDim, 4>;
-    default: return decode_kernel<kDim, kMaxHeads>;
+auto decode_kernel_for(HeadShape shape, int heads, bool wide) -> void (*)(DecodeParams) {
+  const int per_block = decode_heads_per_block(shape, heads);
+  if (wide) {
+    require(per_block == 1, "launch_attention", "wide decode blocks take one head");
+    return decode_kernel<kDim, 1, kWideDecodeThreads>;
+  }
+  switch (per_block) {
+    case 1: return decode_kernel<kDim, 1, kDecodeThreads>;
+    case 2: return decode_kernel<kDim, 2, kDecodeThreads>;
+    case 4: return decode_kernel<kDim, 4, kDecodeThreads>;
+    default: return decode_kernel<kDim, kMaxHeads, kDecodeThreads>;
   }
 }
 
@@ -393,27 +400,28 @@ void clear_decode_workspace(int splits, int heads, const AttentionBatch& batch, 
   if (bytes > 0) RF_GPU_CHECK(gpuMemsetAsync(workspace, 0, bytes, stream));
 }
 
-int decode_blocks_per_wave(HeadShape shape, int heads) {
+int decode_blocks_per_wave(HeadShape shape, int heads, bool wide) {
   int device = 0;
   RF_GPU_CHECK(gpuGetDevice(&device));
   // Asked once per device and kernel: the plan is made every step.
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int>, int> known;
+  static std::map<std::tuple<int, int, int, bool>, int> known;
   const std::lock_guard lock(mutex);
-  const auto key = std::make_tuple(device, shape.head_dim, decode_heads_per_block(shape, heads));
+  const auto key = std::make_tuple(device, shape.head_dim, decode_heads_per_block(shape, heads), wide);
   if (const auto found = known.find(key); found != known.end()) return found->second;
   int per_multiprocessor = 0, multiprocessors = 0;
   with_head_dim(shape.head_dim, [&](auto head_dim) {
-    RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor,
-                                                              decode_kernel_for<decltype(head_dim)::value>(shape, heads), kThreads, 0));
+    RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_multiprocessor, decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide),
+        wide ? kWideDecodeThreads : kDecodeThreads, 0));
   });
   RF_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, device));
   return known[key] = std::max(1, per_multiprocessor * multiprocessors);
 }
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,
-                   int splits, int heads, bool every_token, const DecodeRope& rope, void* workspace, float* out,
-                   HalfCopy half, QuantizedActivations rounded, gpuStream_t stream) {
+                   int splits, int heads, bool wide, bool every_token, const DecodeRope& rope, void* workspace,
+                   float* out, HalfCopy half, QuantizedActivations rounded, gpuStream_t stream) {
   const int chunks = decode_head_chunks(shape, heads);
   const int keys_per_split = (batch.max_positions + splits - 1) / splits;
   DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
@@ -425,7 +433,8 @@ void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& bat
   }
   const dim3 grid(batch.n_tokens, shape.n_kv_heads * chunks, splits);
   with_head_dim(shape.head_dim, [&](auto head_dim) {
-    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape, heads), grid, kThreads, 0, stream, p);
+    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide), grid,
+                     wide ? kWideDecodeThreads : kDecodeThreads, 0, stream, p);
   });
 }
 

@@ -16,6 +16,9 @@ struct AttentionPlan {
   int decode_splits;  // key ranges per decode token, merged in the decode kernel when more than 1
   bool every_token_decodes = false;  // every token, prefill too, through the decode kernel
   int decode_heads = 0;  // query heads of a decode block; 0: the kernel's most (the GQA group, up to 8)
+  // Decode blocks of 512 threads, a head each, in place of 128: a pass over 4 times the keys, for steps
+  // of few blocks (one token), whose ranges would otherwise cost a merge through memory.
+  bool decode_wide = false;
 };
 
 AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape);

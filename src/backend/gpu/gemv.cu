@@ -445,6 +445,12 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
             return launch(std::integral_constant<int, 2>{}, std::true_type{});
           }
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
+          // After the wide decode attention (one token of Llama 3 8B: 32 blocks that hold whole SMs), o's
+          // 2,048 blocks of Q4_0 rows (2,304 bytes) no longer fit one wave of the other SMs, and those left
+          // over load their rows only once the attention ends; 1,024 blocks of 4 rows fit (H100, q4_0
+          // decode 522.3 / 522.9 -> 530.3 / 529.2 tok/s). q/k/v at 4 rows lost (524.7 / 526.1 with o's),
+          // and Q8_0's o (4,352-byte rows, 2 a block) gained nothing (330.8 -> 330.1).
+          if (bytes >= 2048 && x.after_wide_attention) return launch(std::integral_constant<int, 4>{}, std::true_type{});
           if (bytes >= 2048) return launch(std::integral_constant<int, 2>{}, std::true_type{});
           return launch(std::integral_constant<int, 4>{}, std::true_type{});
         }

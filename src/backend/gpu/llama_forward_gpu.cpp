@@ -386,7 +386,9 @@ const float* LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, co
   launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
                            stream, fused_rope, half, attention_rounds ? rounded : QuantizedActivations{});
   if (rounded.codes && !attention_rounds) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
-  project(w.wo, {a.attn, rounded, half}, n, fold ? a.x : a.proj, fold);
+  GemvInput o_input{a.attn, rounded, half};
+  o_input.after_wide_attention = plan.decode_wide;
+  project(w.wo, o_input, n, fold ? a.x : a.proj, fold);
   rounded = rounding_for(w.w_gate, n);
   half = half_copy_for(w.w_gate, n);
   if (!fold) launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream, rounded, half);

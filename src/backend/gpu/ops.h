@@ -124,6 +124,9 @@ struct GemvInput {
   HalfCopy half{};
   RmsNormOf norm{};
   bool fixed_order = false;
+  // The kernel before holds whole multiprocessors while this one's blocks start (AttentionPlan's wide
+  // decode blocks): fewer, larger blocks then fit one wave of the rest.
+  bool after_wide_attention = false;
   GemvInput(const float* x) : x(x) {}  // implicit: most inputs are x alone
   GemvInput(const float* x, QuantizedActivations rounded, HalfCopy half = {}) : x(x), rounded(rounded), half(half) {}
   GemvInput(const float* x, RmsNormOf norm) : x(x), norm(norm) {}

@@ -21,8 +21,8 @@ constexpr double kTensorCoreTolerance = 2e-3;
 class Attention : public GpuTest {
  protected:
   // Checks launch_attention, then every path by hand: the portable prefill kernel, the decode kernel
-  // unsplit and cut into 3 key ranges, with its most heads a block and with 1 and 2, and the
-  // tensor-core prefill kernel where it runs.
+  // unsplit and cut into 3 key ranges, with its most heads a block, with 1 and 2, and in wide blocks, and
+  // the tensor-core prefill kernel where it runs.
   void check_every_path(const std::string& name, const AttentionProblem& problem) {
     const std::vector<double> ref = problem.reference();
     const bool tensor_cores = tensor_core_attention_available(problem.shape.head_dim);
@@ -34,6 +34,8 @@ class Attention : public GpuTest {
         check(name + " portable/" + std::to_string(splits) + " heads/" + std::to_string(heads), problem, ref,
               AttentionPlan{false, splits, false, heads}, kFp32Tolerance);
       }
+      check(name + " portable/" + std::to_string(splits) + " wide", problem, ref, AttentionPlan{false, splits, false, 1, true},
+            kFp32Tolerance);
     }
     if (tensor_cores) check(name + " mma", problem, ref, AttentionPlan{true, 1}, kTensorCoreTolerance);
     check(name + " batch-invariant", problem, ref, plan_batch_invariant_attention(problem.batch(), problem.shape),
@@ -109,7 +111,8 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
 
 // A decode step with RoPE and the KV append fused into the decode kernel gives the same bits as
 // launch_rope_kv_append followed by attention: the same output, the same cache. Group sizes 4, 8 and 16
-// (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range). The
+// (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range), in
+// blocks of 128 threads and wide ones. The
 // fused launch also writes out's 16-bit copy (bf16 unsplit, f16 split) and, for heads of whole blocks
 // of 32, its int8 rounding: out rounded, bit for bit.
 TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
@@ -127,10 +130,10 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
     const DeviceBuffer<float> k(random_floats(n * kv_dim, -2.0f, 2.0f)), v(random_floats(n * kv_dim, -2.0f, 2.0f));
     const DeviceBuffer<float> inv_freq(random_floats(shape.head_dim / 2, 0.0f, 1.0f));
     for (const RopeLayout layout : {RopeLayout::SplitHalves, RopeLayout::Interleaved}) {
-      for (const int splits : {1, 5}) {
-        const AttentionPlan plan{false, splits, false, splits == 1 ? 0 : 1};
+      for (const auto& [splits, wide] : {std::pair{1, false}, std::pair{5, false}, std::pair{1, true}, std::pair{5, true}}) {
+        const AttentionPlan plan{false, splits, false, splits == 1 && !wide ? 0 : 1, wide};
         const std::string name = "fused rope " + shape_name(shape) + (layout == RopeLayout::Interleaved ? " interleaved/" : " halves/") +
-                                 std::to_string(splits);
+                                 std::to_string(splits) + (wide ? " wide" : "");
         DeviceBuffer<std::uint8_t> workspace(attention_workspace_bytes(plan, batch, shape));
         clear_attention_workspace(plan, batch, shape, workspace.data(), stream());
         // Separate launches, on a copy of q (rotated in place) and of the cache.

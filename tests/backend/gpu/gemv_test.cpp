@@ -200,9 +200,18 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
         token.fixed_order = c.tokens > 1;
         launch_gemv(wa, token, 1, alone.data() + t * c.rows, stream());
       }
+      // After the wide decode attention, one token's short rows go in fewer, larger blocks: the same sums.
+      DeviceBuffer<float> after_attention(c.rows);
+      after_attention.poison();
+      GemvInput fewer_blocks = input;
+      fewer_blocks.after_wide_attention = true;
+      if (c.tokens == 1) launch_gemv(wa, fewer_blocks, 1, after_attention.data(), stream());
       synchronize();
       const std::string name = describe(type, c.rows, c.cols) + " x" + std::to_string(c.tokens);
       EXPECT_EQ(bits(product.download()), bits(alone.download())) << name;
+      if (c.tokens == 1) {
+        EXPECT_EQ(bits(after_attention.download()), bits(alone.download())) << name << " after the attention";
+      }
       const auto got = product.download(), got_second = second.download(), got_swiglu = swiglu.download();
       for (int t = 0; t < c.tokens; ++t) {
         auto token_of = [&](const auto& v, std::size_t n) { return std::vector<float>(v.begin() + t * n, v.begin() + (t + 1) * n); };
