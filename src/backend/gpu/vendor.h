@@ -150,6 +150,15 @@ bool dependent_launch_enabled();
 #define RF_WARP_SIZE 32
 #endif
 
+// A kernel of blocks of up to `threads` threads whose registers are capped at `registers` a thread, so
+// that its blocks leave room on their SM for another kernel's: nvcc's __maxnreg__ (which it takes in
+// place of __launch_bounds__, not with it). HIP has no cap: the bound alone.
+#if defined(ROCMFORGE_GPU_CUDA)
+#define RF_LAUNCH_BOUNDS_CAPPED(threads, registers) __maxnreg__(registers)
+#else
+#define RF_LAUNCH_BOUNDS_CAPPED(threads, registers) __launch_bounds__(threads)
+#endif
+
 // The widest warp of any target: launch shapes built from it hold whole warps everywhere.
 inline constexpr int kMaxWarpSize = 64;
 static_assert(kMaxWarpSize % RF_WARP_SIZE == 0);
