@@ -264,6 +264,17 @@ std::size_t attention_workspace_bytes(const AttentionPlan& plan, const Attention
   return decode_workspace_bytes(plan.decode_splits, plan.decode_heads, batch, shape);
 }
 
+std::size_t most_attention_workspace_bytes(int max_tokens, int max_blocks, int block_size, HeadShape shape) {
+  // Every batch size: ranges per token mostly shrink as tokens grow, but not where the wide blocks of a
+  // few tokens give way to narrow ones, whose wave holds 4 times the blocks.
+  std::size_t most = 0;
+  for (int n = 1; n <= max_tokens; ++n) {
+    const AttentionBatch batch{nullptr, nullptr, nullptr, n, max_blocks, block_size, max_blocks * block_size};
+    most = std::max(most, attention_workspace_bytes(plan_attention(batch, shape), batch, shape));
+  }
+  return most;
+}
+
 void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape, void* workspace,
                                gpuStream_t stream) {
   clear_decode_workspace(plan.decode_splits, plan.decode_heads, batch, shape, workspace, stream);

@@ -37,6 +37,9 @@ bool tensor_core_attention_available(int head_dim);
 // for another batch shape or plan may have used it since; launches of one shape and plan leave it clear
 // for each other (a decode step's layers).
 std::size_t attention_workspace_bytes(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape);
+// The most that plan_attention's plan of any batch of up to max_tokens tokens needs, in a cache of
+// max_blocks blocks a sequence (ranges grow with the context: these are the most).
+std::size_t most_attention_workspace_bytes(int max_tokens, int max_blocks, int block_size, HeadShape shape);
 void clear_attention_workspace(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape, void* workspace,
                                gpuStream_t stream);
 

@@ -38,19 +38,11 @@ int attention_span(int positions, int cache_positions) {
   return std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(positions, kMinSpan)))), cache_positions);
 }
 
-// The most scratch attention needs in any step. Key ranges per token shrink as a step's tokens grow,
-// so this stays small (about 2 MiB for Llama 3 8B), and steps from the first with one range on need none.
+// The most scratch attention needs in any step (about 2 MiB for Llama 3 8B).
 std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
   if (o.batch_invariant) return 0;  // one range per token: no partials
-  const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-  std::size_t most = 0;
-  for (int n = 1; n <= o.max_batch_tokens; ++n) {
-    const AttentionBatch batch{nullptr, nullptr, nullptr, n, o.kv_blocks, o.block_size, o.kv_blocks * o.block_size};
-    const AttentionPlan plan = plan_attention(batch, heads);
-    if (plan.decode_splits == 1) break;
-    most = std::max(most, attention_workspace_bytes(plan, batch, heads));
-  }
-  return most;
+  return most_attention_workspace_bytes(o.max_batch_tokens, o.kv_blocks, o.block_size,
+                                        {c.n_heads, c.n_kv_heads, c.head_dim});
 }
 
 // The int8 copy of a GEMV's input holds the tokens the GEMV serves (one, or a whole step when

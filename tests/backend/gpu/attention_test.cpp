@@ -170,6 +170,23 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
   }
 }
 
+// The workspace a forward pass allocates once (most_attention_workspace_bytes) holds what the plan of
+// any batch of up to its token count needs, at any context: also past the batch sizes whose blocks fit
+// one wave of wide blocks, where narrow blocks take more ranges again.
+TEST_F(Attention, WorkspaceHoldsEveryBatchPlan) {
+  constexpr int kMaxTokens = 256, kMaxBlocks = 512, kBlockSize = 16;
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{4, 2, 32}}) {
+    const std::size_t most = most_attention_workspace_bytes(kMaxTokens, kMaxBlocks, kBlockSize, shape);
+    for (int n = 1; n <= kMaxTokens; ++n) {
+      for (const int blocks : {1, 8, kMaxBlocks}) {
+        const AttentionBatch batch{nullptr, nullptr, nullptr, n, kMaxBlocks, kBlockSize, blocks * kBlockSize};
+        EXPECT_LE(attention_workspace_bytes(plan_attention(batch, shape), batch, shape), most)
+            << shape_name(shape) << ", " << n << " tokens at " << blocks * kBlockSize << " positions";
+      }
+    }
+  }
+}
+
 // Under the batch-invariant plan, every token of a mixed batch (prefill chunks and decode tokens) gets
 // the bits it gets as the only token of a batch: the batch around it, and its bound on positions, leave
 // its output as it is.
