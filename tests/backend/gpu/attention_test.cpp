@@ -112,9 +112,8 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
 // A decode step with RoPE and the KV append fused into the decode kernel gives the same bits as
 // launch_rope_kv_append followed by attention: the same output, the same cache. Group sizes 4, 8 and 16
 // (two blocks per KV head), both RoPE layouts, unsplit and split (the new key in the last range), in
-// blocks of 128 threads and wide ones. The
-// fused launch also writes out's 16-bit copy (bf16 unsplit, f16 split) and, for heads of whole blocks
-// of 32, its int8 rounding: out rounded, bit for bit.
+// blocks of 128 threads and wide ones. The fused launch also writes out's 16-bit copy (bf16 unsplit,
+// f16 split) and, for heads of whole blocks of 32, its int8 rounding: out rounded, bit for bit.
 TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {64, 1}, {0, 1}, {299, 1}};
   for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}}) {
