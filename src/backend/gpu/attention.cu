@@ -246,8 +246,9 @@ AttentionPlan plan_attention(const AttentionBatch& batch, HeadShape shape) {
   // range of 32 blocks, not 4 ranges of 128; H100 tg128 q4_0 510.4 / 510.0 -> 524.0 / 522.4 tok/s, q8_0
   // 320.7 -> 329.1, bf16 185.5 -> 186.5, batch 4 657.2 -> 663.6). Longer contexts still split, a wide
   // pass a range: tg512 q4_0 502.1 -> 504.8, where ranges of 2 or 4 passes read 495.4 and 491.9.
-  const bool wide = heads == 1 && blocks(1) <= decode_blocks_per_wave(shape, 1, true);
-  const long long wave = decode_blocks_per_wave(shape, heads, wide);
+  const long long wide_wave = decode_blocks_per_wave(shape, 1, true);
+  const bool wide = heads == 1 && blocks(1) <= wide_wave;
+  const long long wave = wide ? wide_wave : decode_blocks_per_wave(shape, heads, false);
   const long long for_occupancy = blocks(heads) > 0 ? wave / blocks(heads) : 1;
   const long long min_keys = wide ? kMinKeysPerSplit * kWideDecodeThreads / kDecodeThreads : kMinKeysPerSplit;
   const long long by_length = (static_cast<long long>(batch.max_positions) + min_keys - 1) / min_keys;

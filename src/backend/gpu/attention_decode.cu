@@ -363,6 +363,8 @@ __global__ void RF_LAUNCH_BOUNDS_CAPPED(kWideDecodeThreads, 96) wide_decode_kern
   decode_block<kHeadDim, 1, kWideDecodeThreads>(p);
 }
 
+int decode_threads(bool wide) { return wide ? kWideDecodeThreads : kDecodeThreads; }
+
 // The workspace: arrival counters first (their own 256 bytes and more, so partials stay aligned), then
 // the partial outputs and sums.
 std::size_t arrival_bytes(int splits, int heads, const AttentionBatch& batch, HeadShape shape) {
@@ -426,7 +428,7 @@ int decode_blocks_per_wave(HeadShape shape, int heads, bool wide) {
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(
         &per_multiprocessor, decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide),
-        wide ? kWideDecodeThreads : kDecodeThreads, 0));
+        decode_threads(wide), 0));
   });
   RF_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, device));
   return known[key] = std::max(1, per_multiprocessor * multiprocessors);
@@ -446,8 +448,8 @@ void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& bat
   }
   const dim3 grid(batch.n_tokens, shape.n_kv_heads * chunks, splits);
   with_head_dim(shape.head_dim, [&](auto head_dim) {
-    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide), grid,
-                     wide ? kWideDecodeThreads : kDecodeThreads, 0, stream, p);
+    launch_dependent(decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide), grid, decode_threads(wide), 0,
+                     stream, p);
   });
 }
 
