@@ -4,6 +4,7 @@
 // 2^-11 relative each, the f16 cache's own rounding. Keys and values stream through shared memory by
 // cp.async, the next tile's keys loading while this tile's values are used.
 #include "backend/gpu/attention.cuh"
+#include "backend/gpu/tensor_core.cuh"
 
 namespace rf::gpu::attention {
 
@@ -26,52 +27,12 @@ constexpr int kLanes = 32;  // mma.sync and ldmatrix are instructions of a 32-la
 constexpr int kThreads = kWarps * kLanes;
 constexpr int kTileKeys = 64;
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without a register stop; zeros instead where !valid (src then unread).
-__device__ __forceinline__ void copy_async(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Four 8x8 f16 matrices from shared memory; lanes 8m..8m+7 give the row addresses of matrix m.
-__device__ __forceinline__ void load_matrices(unsigned (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row))
-               : "memory");
-}
-__device__ __forceinline__ void load_matrices_transposed(unsigned (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row))
-               : "memory");
-}
-
-// c += a b for a 16x16 f16 A (row-major fragment), a 16x8 f16 B (column-major), fp32 C.
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ unsigned pack_halves(float low, float high) {
   return float_to_half_bits(low) | static_cast<unsigned>(float_to_half_bits(high)) << 16;
 }
 
-// Fragment layouts (PTX ISA, mma.m16n8k16): lane l holds C rows l/4 (c0, c1) and l/4 + 8 (c2, c3) at
-// columns 2(l%4) + {0, 1}. An S fragment pair over 16 keys is therefore P's A fragment as it stands.
+// Lane l holds C rows l/4 (c0, c1) and l/4 + 8 (c2, c3) at columns 2(l%4) + {0, 1} (tensor_core.cuh): an
+// S fragment pair over 16 keys is therefore P's A fragment as it stands.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     prefill_mma_kernel(const float* q, KvCacheLayer cache, AttentionBatch batch, HeadShape shape, float q_scale,

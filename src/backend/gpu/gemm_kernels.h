@@ -18,6 +18,25 @@ namespace rf::gpu {
 // GEMM of HIP builds without a vendor BLAS.
 void launch_gemm_tiled(const WeightMatrix& w, const float* x, int n_tokens, float* out, gpuStream_t stream);
 
+// The most tokens launch_gemm_few_tokens takes, and what its column counts are multiples of.
+inline constexpr int kMostFewTokens = 32;
+inline constexpr std::size_t kFewTokensColumnMultiple = 256;
+
+// Whether this build holds launch_gemm_few_tokens's tensor-core code for the current device (CUDA, sm_80+).
+bool few_tokens_gemm_available();
+
+// Rows a block of launch_gemm_few_tokens takes, in tiles of 16, for a matrix of `rows`: the fewest (2
+// or 3) whose blocks fit one wave, one a SM; 0 where none does (the vendor BLAS then serves better).
+int few_tokens_row_tiles(std::size_t rows);
+
+// out[t * w.rows + r] = sum_c W[r][c] * x16[t * w.cols + c] for t < n_tokens <= kMostFewTokens: a decode
+// batch's product on the tensor cores, W bf16 or f16 and x16 rounded to the same type, fp32 sums, blocks
+// of `row_tiles` x 16 rows (few_tokens_row_tiles). W's column count a multiple of kFewTokensColumnMultiple, both 16-byte
+// aligned. Each token's output has the same bits whatever n_tokens is. A dependent launch
+// (dependent_launch.cuh): it loads weights before it waits for the kernel before.
+void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, float* out,
+                            gpuStream_t stream, int row_tiles);
+
 // n floats rounded (to nearest even) to the bits of `type`, DType::F16 or DType::BF16.
 void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint16_t* out, gpuStream_t stream);
 

@@ -31,6 +31,8 @@ constexpr Case kCases[] = {
     {DType::F16, 3, 200, 520},    {DType::BF16, 66, 129, 96},  {DType::BF16, 64, 64, 4096},  {DType::Q8_0, 67, 129, 96},
     {DType::Q8_0, 2, 70, 4096},   {DType::Q4_0, 67, 100, 160}, {DType::Q4_K, 67, 129, 768},  {DType::Q4_K, 67, 130, 4096},
     {DType::Q6_K, 67, 129, 768},  {DType::Q6_K, 9, 33, 256},
+    // Decode batches of 16-bit weights (launch_gemm_few_tokens where built for the device).
+    {DType::BF16, 32, 300, 512},  {DType::F16, 9, 65, 256},
 };
 
 class Gemm : public GpuTest {
@@ -115,6 +117,61 @@ TEST_F(Gemm, TakesTheCallersHalfCopy) {
     const auto zeros = given.download();
     EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; })) << dtype_name(c.type);
   }
+}
+
+// The decode batches' tensor-core GEMM, every row tiling, against the product of the 16-bit operands
+// in double: whole and partial blocks of rows and of 8 tokens, one stage of columns and many, and more
+// blocks than one wave holds.
+TEST_F(Gemm, FewTokensKernelMatchesTheRoundedOperands) {
+  if (!few_tokens_gemm_available()) GTEST_SKIP() << "no tensor-core code for this device";
+  for (const Case& c : {Case{DType::BF16, 32, 6144 / 8, 4096}, Case{DType::BF16, 13, 129, 256}, Case{DType::F16, 1, 47, 256},
+                        Case{DType::F16, 8, 200, 1024}, Case{DType::BF16, 27, 64, 14336 / 4}, Case{DType::BF16, 3, 9000, 512}}) {
+    for (const int tiles : {2, 3}) {
+      check("few tokens x" + std::to_string(tiles), c, kSixteenBitTolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
+        DeviceBuffer<std::uint16_t> half(static_cast<std::size_t>(n) * w.cols);
+        launch_round_to_16bit(x, half.size(), w.dtype, half.data(), stream());
+        launch_gemm_few_tokens(w, half.data(), n, out, stream(), tiles);
+        synchronize();
+      });
+    }
+  }
+}
+
+// A token's output does not depend on the tokens beside it: one token alone, and the same token as
+// the 27th of 32, give the same bits at every row tiling.
+TEST_F(Gemm, FewTokensKernelIsBatchInvariant) {
+  if (!few_tokens_gemm_available()) GTEST_SKIP() << "no tensor-core code for this device";
+  constexpr std::size_t kRows = 200, kCols = 1024;
+  constexpr int kTokens = 32, kToken = 26;
+  const auto w = encode_rows(DType::BF16, random_floats(kRows * kCols), kRows, kCols);
+  DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+  DeviceBuffer<float> x(random_floats(kTokens * kCols)), all(kTokens * kRows), one(kRows);
+  DeviceBuffer<std::uint16_t> half(kTokens * kCols);
+  launch_round_to_16bit(x.data(), half.size(), DType::BF16, half.data(), stream());
+  const WeightMatrix matrix{DType::BF16, kRows, kCols, w_gpu.data()};
+  for (const int tiles : {2, 3}) {
+    all.poison();
+    one.poison();
+    launch_gemm_few_tokens(matrix, half.data(), kTokens, all.data(), stream(), tiles);
+    launch_gemm_few_tokens(matrix, half.data() + kToken * kCols, 1, one.data(), stream(), tiles);
+    synchronize();
+    const auto batch = all.download();
+    const std::vector<float> alone(batch.begin() + kToken * kRows, batch.begin() + (kToken + 1) * kRows);
+    EXPECT_EQ(bits(alone), bits(one.download())) << tiles << " row tiles";
+  }
+}
+
+TEST_F(Gemm, FewTokensKernelRejectsWhatItCannotTake) {
+  if (!few_tokens_gemm_available()) GTEST_SKIP() << "no tensor-core code for this device";
+  DeviceBuffer<std::uint8_t> w(64 * 512 * 2);
+  DeviceBuffer<std::uint16_t> x(33 * 512);
+  DeviceBuffer<float> out(33 * 64);
+  const WeightMatrix bf16{DType::BF16, 64, 512, w.data()};
+  EXPECT_THROW(launch_gemm_few_tokens({DType::BF16, 64, 500, w.data()}, x.data(), 2, out.data(), stream(), 2), Error);
+  EXPECT_THROW(launch_gemm_few_tokens({DType::Q8_0, 64, 512, w.data()}, x.data(), 2, out.data(), stream(), 2), Error);
+  EXPECT_THROW(launch_gemm_few_tokens(bf16, x.data(), 33, out.data(), stream(), 2), Error);
+  EXPECT_THROW(launch_gemm_few_tokens(bf16, x.data(), 2, out.data(), stream(), 4), Error);
+  EXPECT_THROW(launch_gemm_few_tokens(bf16, x.data() + 1, 2, out.data(), stream(), 2), Error);
 }
 
 TEST_F(Gemm, RejectsRowsOfPartialBlocks) {

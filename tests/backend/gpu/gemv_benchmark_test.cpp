@@ -25,12 +25,13 @@ constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
 // The GEMV from fp32 x, the GEMV from x's int8 copy, or the GEMM from x's 16-bit copy (as a decode
 // batch's norm makes it).
-enum class Path { kGemv, kGemvInt8, kGemm };
+enum class Path { kGemv, kGemvInt8, kGemm, kFewTokens };
 
 class GemvBenchmark : public GpuTest {
  protected:
   void bench_gemv(DType type, Shape shape, int tokens, Path path, EventTimer& timer);
   std::unique_ptr<GemmContext> gemm_;  // made on first use: the stream exists from SetUp on
+  int row_tiles_ = 0;
 };
 
 // One matrix shape and type, `tokens` vectors: weights tiled from a few encoded rows into copies that
@@ -54,6 +55,8 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
       if (!gemm_) gemm_ = make_gemm_context(stream());
       const WeightProduct product{w, y.data()};
       launch_gemm_group(*gemm_, std::span(&product, 1), x.data(), tokens, {x_half.data(), operand});
+    } else if (path == Path::kFewTokens) {
+      launch_gemm_few_tokens(w, x_half.data(), tokens, y.data(), stream(), row_tiles_);
     } else {
       const GemvInput input = path == Path::kGemvInt8 ? GemvInput{x.data(), x_rounded.view()} : GemvInput{x.data()};
       launch_gemv(w, input, tokens, y.data(), stream());
@@ -68,8 +71,8 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
   }
   const double bytes = matrix_bytes + (shape.cols + shape.rows) * tokens * sizeof(float);
   const float t = median(ms);
-  const char* name = path == Path::kGemm ? "gemm" : path == Path::kGemvInt8 ? "gemv-i8" : "gemv";
-  std::printf("[  bench   ] %-7s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", name,
+  const std::string name = path == Path::kGemm ? "gemm" : path == Path::kGemvInt8 ? "gemv-i8" : path == Path::kGemv ? "gemv" : "few x" + std::to_string(row_tiles_);
+  std::printf("[  bench   ] %-7s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", name.c_str(),
               std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, tokens, bytes / 1e6, t * 1e3, bytes / t / 1e6);
 }
 
@@ -103,7 +106,11 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
 TEST_F(GemvBenchmark, DISABLED_DecodeBatchGemm) {
   EventTimer timer;
   for (const Shape& shape : {Shape{6144, 4096}, Shape{4096, 4096}, Shape{28672, 4096}, Shape{4096, 14336}}) {
-    for (const int tokens : {8, 16, 32}) bench_gemv(DType::BF16, shape, tokens, Path::kGemm, timer);
+    for (const int tokens : {8, 16, 32}) {
+      bench_gemv(DType::BF16, shape, tokens, Path::kGemm, timer);
+      if (!few_tokens_gemm_available()) continue;
+      for (row_tiles_ = 2; row_tiles_ <= 3; ++row_tiles_) bench_gemv(DType::BF16, shape, tokens, Path::kFewTokens, timer);
+    }
   }
 }
 
