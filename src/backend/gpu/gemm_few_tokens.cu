@@ -2,9 +2,9 @@
 // m16n8k16, sm_80+): a memory stream like the one-token GEMV, where cuBLAS's tiles at these shapes
 // leave SMs idle (Llama 3 8B's q/k/v in 96 CTAs of 132) and never overlap the kernel before.
 //
-// A block takes 32 or 48 whole rows (the mma's M; the tokens are its N) and streams them,
-// with the tokens' x, through a ring of 4 shared-memory stages of 256 columns by cp.async: about 200 KiB
-// in flight a SM, which registers could not hold. Each of its 8 warps takes a 32-column chunk of a
+// A block takes 32 or 48 whole rows (the mma's M; the tokens are its N) and streams them, with the
+// tokens' x, through a ring of 4 shared-memory stages of 256 columns by cp.async: up to 180 KiB in
+// flight a SM, which registers could not hold. Each of its 8 warps takes a 32-column chunk of a
 // stage. Lane t of a row's 4 lanes reads 16 bytes, columns 8t..8t+7, of the row and of each token's x:
 // a dot product does not care in which order its columns come, so those 8 columns serve as the lane's
 // fragment columns {2t, 2t+1, 2t+8, 2t+9} of two k-steps, and no ldmatrix or shuffle is needed. The
@@ -36,7 +36,7 @@ constexpr int kStageRowVectors = kStageCols / 8;
 // Rows 64 bytes off a multiple of 128, so that the two rows a quarter-warp reads fall in distinct banks.
 constexpr int kPitch = kStageRowVectors + 4;
 
-// Steps in flight: 4 of up to 46 KiB (48 rows and 32 tokens) a block, one block a SM.
+// Steps in flight: 4 of up to 45 KiB (48 rows and 32 tokens) a block, one block a SM.
 constexpr int kStages = 4;
 // Rows of a block, in tiles of 16: 2 or 3, the fewest whose blocks fit one wave (fewer rows a block read
 // x more often than the weights; q/k/v in 96 blocks of 4 tiles lost to 128 blocks of 3 on the H100).
