@@ -55,7 +55,7 @@ template <int kRowTiles, int kTokenTiles, bool kBf16>
 __global__ void __launch_bounds__(kThreads, 1)
     few_tokens_kernel(const uint4* w, const uint4* x, int rows, int cols, int n_tokens, float* out) {
 #if __CUDA_ARCH__ >= 800
-  constexpr int kUnitRows = kRowTiles * kTileRows, kTokens = kTokenTiles * kTileTokens;
+  constexpr int kBlockRows = kRowTiles * kTileRows, kTokens = kTokenTiles * kTileTokens;
   constexpr int kStride = kStageVectors<kRowTiles, kTokenTiles>;
   constexpr int kValues = kRowTiles * kTokenTiles * 4;
   static_assert(kWarps / 2 * kValues * kLanes * sizeof(float) <= kSharedBytes<kRowTiles, kTokenTiles>);
@@ -64,10 +64,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane / 4, t = lane % 4;
   const int row_vectors = cols / 8;
   const int steps = cols / kStageCols;
-  const int first_row = blockIdx.x * kUnitRows;
+  const int first_row = blockIdx.x * kBlockRows;
   auto load_w = [&](int step) {
     uint4* slot = ring + (step % kStages) * kStride;
-    for (int v = threadIdx.x; v < kUnitRows * kStageRowVectors; v += kThreads) {
+    for (int v = threadIdx.x; v < kBlockRows * kStageRowVectors; v += kThreads) {
       const int r = v / kStageRowVectors, c = v % kStageRowVectors;
       const int row = min(first_row + r, rows - 1);  // a last block's rows past the end: read, never written
       copy_async(slot + r * kPitch + c, w + static_cast<std::size_t>(row) * row_vectors + step * kStageRowVectors + c,
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
   auto load_x = [&](int step) {
-    uint4* slot = ring + (step % kStages) * kStride + kUnitRows * kPitch;
+    uint4* slot = ring + (step % kStages) * kStride + kBlockRows * kPitch;
     for (int v = threadIdx.x; v < kTokens * kStageRowVectors; v += kThreads) {
       const int token = v / kStageRowVectors, c = v % kStageRowVectors;
       const bool valid = token < n_tokens;
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       a[m][1] = slot[(m * kTileRows + g + 8) * kPitch];
     }
 #pragma unroll
-    for (int n = 0; n < kTokenTiles; ++n) b[n] = slot[(kUnitRows + n * kTileTokens + g) * kPitch];
+    for (int n = 0; n < kTokenTiles; ++n) b[n] = slot[(kBlockRows + n * kTileTokens + g) * kPitch];
 #pragma unroll
     for (int m = 0; m < kRowTiles; ++m) {
 #pragma unroll
@@ -230,7 +230,9 @@ void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int
   switch (row_tiles) {
     case 2: return launch_rows<2>(w, x16, n_tokens, out, stream);
     case 3: return launch_rows<3>(w, x16, n_tokens, out, stream);
-    default: fail("launch_gemm_few_tokens: {} row tiles a block, where it takes {} to {}", row_tiles, kMinRowTiles, kMostRowTiles);
+    default:
+      fail("launch_gemm_few_tokens: {} row tiles a block, where it takes {} to {}", row_tiles, kMinRowTiles,
+           kMostRowTiles);
   }
 }
 

@@ -31,8 +31,8 @@ int few_tokens_row_tiles(std::size_t rows);
 
 // out[t * w.rows + r] = sum_c W[r][c] * x16[t * w.cols + c] for t < n_tokens <= kMostFewTokens: a decode
 // batch's product on the tensor cores, W bf16 or f16 and x16 rounded to the same type, fp32 sums, blocks
-// of `row_tiles` x 16 rows (few_tokens_row_tiles). W's column count a multiple of kFewTokensColumnMultiple, both 16-byte
-// aligned. Each token's output has the same bits whatever n_tokens is. A dependent launch
+// of `row_tiles` x 16 rows (few_tokens_row_tiles). W's column count a multiple of kFewTokensColumnMultiple,
+// both 16-byte aligned. Each token's output has the same bits whatever n_tokens is. A dependent launch
 // (dependent_launch.cuh): it loads weights before it waits for the kernel before.
 void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, float* out,
                             gpuStream_t stream, int row_tiles);

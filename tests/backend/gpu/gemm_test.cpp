@@ -124,15 +124,17 @@ TEST_F(Gemm, TakesTheCallersHalfCopy) {
 // blocks than one wave holds.
 TEST_F(Gemm, FewTokensKernelMatchesTheRoundedOperands) {
   if (!few_tokens_gemm_available()) GTEST_SKIP() << "no tensor-core code for this device";
-  for (const Case& c : {Case{DType::BF16, 32, 6144 / 8, 4096}, Case{DType::BF16, 13, 129, 256}, Case{DType::F16, 1, 47, 256},
-                        Case{DType::F16, 8, 200, 1024}, Case{DType::BF16, 27, 64, 14336 / 4}, Case{DType::BF16, 3, 9000, 512}}) {
+  for (const Case& c : {Case{DType::BF16, 32, 6144 / 8, 4096}, Case{DType::BF16, 13, 129, 256},
+                        Case{DType::F16, 1, 47, 256}, Case{DType::F16, 8, 200, 1024}, Case{DType::BF16, 27, 64, 14336 / 4},
+                        Case{DType::BF16, 3, 9000, 512}}) {
     for (const int tiles : {2, 3}) {
-      check("few tokens x" + std::to_string(tiles), c, kSixteenBitTolerance, [&](const WeightMatrix& w, const float* x, int n, float* out) {
+      auto multiply = [&](const WeightMatrix& w, const float* x, int n, float* out) {
         DeviceBuffer<std::uint16_t> half(static_cast<std::size_t>(n) * w.cols);
         launch_round_to_16bit(x, half.size(), w.dtype, half.data(), stream());
         launch_gemm_few_tokens(w, half.data(), n, out, stream(), tiles);
         synchronize();
-      });
+      };
+      check("few tokens x" + std::to_string(tiles), c, kSixteenBitTolerance, multiply);
     }
   }
 }

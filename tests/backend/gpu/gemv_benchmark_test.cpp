@@ -1,6 +1,8 @@
 // Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
 // token (Q8_0 and Q4_0 also from x's int8 copy); for a batch of 8 tokens, through the GEMV and
-// through the GEMM; and the GEMM of decode batches of 8 to 32 tokens at every bf16 projection's shape.
+// through the GEMM; and the GEMM of decode batches of 8 to 32 tokens at every bf16 projection's shape,
+// through launch_gemm (its choice: cuBLAS, or the tensor-core kernel of decode batches; cuBLAS alone
+// under ROCMFORGE_FEW_TOKENS_GEMM=0) and through launch_gemm_few_tokens at each row tiling.
 // Disabled by default (a measurement, not a check); tools/gpu_check.sh runs it with
 // --gtest_also_run_disabled_tests.
 #include <algorithm>
@@ -71,7 +73,10 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
   }
   const double bytes = matrix_bytes + (shape.cols + shape.rows) * tokens * sizeof(float);
   const float t = median(ms);
-  const std::string name = path == Path::kGemm ? "gemm" : path == Path::kGemvInt8 ? "gemv-i8" : path == Path::kGemv ? "gemv" : "few x" + std::to_string(row_tiles_);
+  const std::string name = path == Path::kGemm       ? "gemm"
+                           : path == Path::kGemvInt8 ? "gemv-i8"
+                           : path == Path::kGemv     ? "gemv"
+                                                     : "few x" + std::to_string(row_tiles_);
   std::printf("[  bench   ] %-7s %-5s %5zux%-5zu x%d %7.1f MB  median %7.1f us  %7.1f GB/s\n", name.c_str(),
               std::string(dtype_name(type)).c_str(), shape.rows, shape.cols, tokens, bytes / 1e6, t * 1e3, bytes / t / 1e6);
 }
@@ -109,7 +114,9 @@ TEST_F(GemvBenchmark, DISABLED_DecodeBatchGemm) {
     for (const int tokens : {8, 16, 32}) {
       bench_gemv(DType::BF16, shape, tokens, Path::kGemm, timer);
       if (!few_tokens_gemm_available()) continue;
-      for (row_tiles_ = 2; row_tiles_ <= 3; ++row_tiles_) bench_gemv(DType::BF16, shape, tokens, Path::kFewTokens, timer);
+      for (row_tiles_ = 2; row_tiles_ <= 3; ++row_tiles_) {
+        bench_gemv(DType::BF16, shape, tokens, Path::kFewTokens, timer);
+      }
     }
   }
 }
