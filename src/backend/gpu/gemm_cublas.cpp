@@ -91,12 +91,13 @@ class GemmContext {
 
  private:
   // A decode batch's 16-bit product goes to the tensor-core stream kernel where its blocks fit one wave
-  // (Llama 3 8B, 32 tokens, H100: q/k/v 23.5 -> 20.9 us, o 15.9 -> 15.2, down 46.9 -> 45.1; gate/up's
-  // 28,672 rows stay with cuBLAS, 87.5 against 94.2). Returns its row tiles, or 0 for cuBLAS.
+  // and fill it (few_tokens_row_tiles; Llama 3 8B, 32 tokens, H100: q/k/v 23.5 -> 20.9 us, o 15.9 ->
+  // 15.2, down 46.9 -> 45.1; gate/up's 28,672 rows stay with cuBLAS, 87.5 against 94.2). Returns its row
+  // tiles, or 0 for cuBLAS.
   int few_tokens_tiles(const WeightMatrix& w, int n_tokens) const {
     const bool fits = few_tokens_ && n_tokens <= kMostFewTokens && !is_quantized(w.dtype) &&
                       w.cols % kFewTokensColumnMultiple == 0 && reinterpret_cast<std::uintptr_t>(w.data) % 16 == 0;
-    return fits ? few_tokens_row_tiles(w.rows) : 0;
+    return fits ? few_tokens_row_tiles(w.rows, n_tokens) : 0;
   }
 
   // `buffer`, holding at least `count` values: regrown (never shrunk) once the queued work is done with it.

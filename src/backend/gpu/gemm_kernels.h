@@ -25,9 +25,10 @@ inline constexpr std::size_t kFewTokensColumnMultiple = 256;
 // Whether this build holds launch_gemm_few_tokens's tensor-core code for the current device (CUDA, sm_80+).
 bool few_tokens_gemm_available();
 
-// Rows a block of launch_gemm_few_tokens takes, in tiles of 16, for a matrix of `rows`: the fewest (2
-// or 3) whose blocks fit one wave, one a SM; 0 where none does (the vendor BLAS then serves better).
-int few_tokens_row_tiles(std::size_t rows);
+// Rows a block of launch_gemm_few_tokens takes, in tiles of 16, for a matrix of `rows` and n_tokens: the
+// fewest (2 or 3) whose blocks fit one wave, one a SM; 0 where none does, or where past 8 tokens they
+// would fill less than 3/4 of the SMs (the vendor BLAS then serves better).
+int few_tokens_row_tiles(std::size_t rows, int n_tokens);
 
 // out[t * w.rows + r] = sum_c W[r][c] * x16[t * w.cols + c] for t < n_tokens <= kMostFewTokens: a decode
 // batch's product on the tensor cores, W bf16 or f16 and x16 rounded to the same type, fp32 sums, blocks

@@ -32,7 +32,7 @@ constexpr Case kCases[] = {
     {DType::Q8_0, 2, 70, 4096},   {DType::Q4_0, 67, 100, 160}, {DType::Q4_K, 67, 129, 768},  {DType::Q4_K, 67, 130, 4096},
     {DType::Q6_K, 67, 129, 768},  {DType::Q6_K, 9, 33, 256},
     // Decode batches of 16-bit weights (launch_gemm_few_tokens where built for the device).
-    {DType::BF16, 32, 300, 512},  {DType::F16, 9, 65, 256},
+    {DType::BF16, 8, 300, 512},   {DType::F16, 5, 65, 256},
 };
 
 class Gemm : public GpuTest {
