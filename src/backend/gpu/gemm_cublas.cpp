@@ -3,7 +3,8 @@
 // f16, as llama.cpp does for prefill (f16, not bf16: 3 more bits; through bf16 the quantized test models'
 // logits drifted past the HF reference's 1e-2. Activations past f16's 65504 would overflow, which
 // Llama-family models stay far below). f32 weights take SGEMM, fp32 throughout (cuBLAS uses TF32 only
-// when asked to).
+// when asked to). Decode batches of 16-bit weights may go to the project's own tensor-core kernel
+// instead (launch_gemm_few_tokens), on the same rounded operands.
 #include <cublas_v2.h>
 
 #include <cstdint>

@@ -26,7 +26,7 @@ constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight 
 constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
 // The GEMV from fp32 x, the GEMV from x's int8 copy, or the GEMM from x's 16-bit copy (as a decode
-// batch's norm makes it).
+// batch's norm makes it): launch_gemm's choice, or the decode batches' kernel at row_tiles_.
 enum class Path { kGemv, kGemvInt8, kGemm, kFewTokens };
 
 class GemvBenchmark : public GpuTest {
