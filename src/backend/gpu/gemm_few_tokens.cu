@@ -42,12 +42,17 @@ constexpr int kStages = 4;
 // x more often than the weights; q/k/v in 96 blocks of 4 tiles lost to 128 blocks of 3 on the H100).
 constexpr int kMinRowTiles = 2, kMostRowTiles = 3;
 
-template <int kRowTiles, int kTokenTiles>
-constexpr int kStageVectors = (kRowTiles * kTileRows + kTokenTiles * kTileTokens) * kPitch;
+constexpr int token_tiles(int n_tokens) { return (n_tokens + kTileTokens - 1) / kTileTokens; }
 
-// The ring; at the end, it holds the warps' sums (half the warps' at a time).
-template <int kRowTiles, int kTokenTiles>
-constexpr std::size_t kSharedBytes = kStages * kStageVectors<kRowTiles, kTokenTiles> * sizeof(uint4);
+__host__ __device__ constexpr int stage_vectors(int row_tiles, int token_tiles) {
+  return (row_tiles * kTileRows + token_tiles * kTileTokens) * kPitch;
+}
+
+// A block's shared memory: the ring; at the end, it holds the warps' sums (half the warps' at a time).
+// 92 KiB (32 rows, 8 tokens) to 180 KiB (48 rows, 32 tokens): not every GPU has that much (few_tokens_fits).
+__host__ __device__ constexpr std::size_t shared_bytes(int row_tiles, int token_tiles) {
+  return std::size_t{kStages} * stage_vectors(row_tiles, token_tiles) * sizeof(uint4);
+}
 
 // out[t][r] for the kRowTiles * 16 rows of block blockIdx.x; w rows x cols and x n_tokens x cols
 // row-major, as 16-byte vectors.
@@ -56,9 +61,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     few_tokens_kernel(const uint4* w, const uint4* x, int rows, int cols, int n_tokens, float* out) {
 #if __CUDA_ARCH__ >= 800
   constexpr int kBlockRows = kRowTiles * kTileRows, kTokens = kTokenTiles * kTileTokens;
-  constexpr int kStride = kStageVectors<kRowTiles, kTokenTiles>;
+  constexpr int kStride = stage_vectors(kRowTiles, kTokenTiles);
   constexpr int kValues = kRowTiles * kTokenTiles * 4;
-  static_assert(kWarps / 2 * kValues * kLanes * sizeof(float) <= kSharedBytes<kRowTiles, kTokenTiles>);
+  static_assert(kWarps / 2 * kValues * kLanes * sizeof(float) <= shared_bytes(kRowTiles, kTokenTiles));
   extern __shared__ uint4 ring[];
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
   const int g = lane / 4, t = lane % 4;
@@ -160,17 +165,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  RF_GPU_CHECK(gpuGetDevice(&device));
-  RF_GPU_CHECK(gpuDeviceGetAttribute(&count, gpuDevAttrMultiProcessorCount, device));
-  return count;
+int device_attribute(cudaDeviceAttr attribute) {
+  int device = 0, value = 0;
+  RF_GPU_CHECK(cudaGetDevice(&device));
+  RF_GPU_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
 }
 
 template <int kRowTiles, int kTokenTiles, bool kBf16>
 void launch_tiles(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, float* out, gpuStream_t stream) {
   constexpr auto kernel = few_tokens_kernel<kRowTiles, kTokenTiles, kBf16>;
-  constexpr std::size_t shared = kSharedBytes<kRowTiles, kTokenTiles>;
+  constexpr std::size_t shared = shared_bytes(kRowTiles, kTokenTiles);
   static const bool sized = [&] {  // past 48 KiB of shared memory a kernel must ask
     RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
     return true;
@@ -188,7 +193,7 @@ void launch_rows(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, 
     if (w.dtype == DType::BF16) return launch_tiles<kRowTiles, kTokenTiles, true>(w, x16, n_tokens, out, stream);
     launch_tiles<kRowTiles, kTokenTiles, false>(w, x16, n_tokens, out, stream);
   };
-  switch ((n_tokens + kTileTokens - 1) / kTileTokens) {
+  switch (token_tiles(n_tokens)) {
     case 1: return go.template operator()<1>();
     case 2: return go.template operator()<2>();
     case 3: return go.template operator()<3>();
@@ -211,8 +216,14 @@ bool few_tokens_gemm_available() {
   return attributes.ptxVersion >= 80;
 }
 
+bool few_tokens_fits(int row_tiles, int n_tokens) {
+  static const std::size_t limit = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  return row_tiles >= kMinRowTiles && row_tiles <= kMostRowTiles && n_tokens >= 1 && n_tokens <= kMostFewTokens &&
+         shared_bytes(row_tiles, token_tiles(n_tokens)) <= limit;
+}
+
 int few_tokens_row_tiles(std::size_t rows, int n_tokens) {
-  static const std::size_t sms = multiprocessors();
+  static const std::size_t sms = device_attribute(cudaDevAttrMultiProcessorCount);
   for (std::size_t tiles = kMinRowTiles; tiles <= kMostRowTiles; ++tiles) {
     const std::size_t blocks = (rows + tiles * kTileRows - 1) / (tiles * kTileRows);
     if (blocks > sms) continue;
@@ -221,7 +232,7 @@ int few_tokens_row_tiles(std::size_t rows, int n_tokens) {
     // 64 blocks and Qwen3 8B's k and v in 32 each cost 5.6% and 3.2% of batch 32's decode), where at 8
     // tokens the same shapes gained 2%.
     if (n_tokens > kTileTokens && 4 * blocks < 3 * sms) return 0;
-    return static_cast<int>(tiles);
+    return few_tokens_fits(static_cast<int>(tiles), n_tokens) ? static_cast<int>(tiles) : 0;
   }
   return 0;
 }
@@ -234,18 +245,21 @@ void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int
           "launch_gemm_few_tokens", "columns must be a multiple of 256");
   require(reinterpret_cast<std::uintptr_t>(w.data) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x16) % 16 == 0,
           "launch_gemm_few_tokens", "W and x must be 16-byte aligned");
-  switch (row_tiles) {
-    case 2: return launch_rows<2>(w, x16, n_tokens, out, stream);
-    case 3: return launch_rows<3>(w, x16, n_tokens, out, stream);
-    default:
-      fail("launch_gemm_few_tokens: {} row tiles a block, where it takes {} to {}", row_tiles, kMinRowTiles,
-           kMostRowTiles);
+  if (row_tiles < kMinRowTiles || row_tiles > kMostRowTiles) {
+    fail("launch_gemm_few_tokens: {} row tiles a block, where it takes {} to {}", row_tiles, kMinRowTiles,
+         kMostRowTiles);
   }
+  require(few_tokens_fits(row_tiles, n_tokens), "launch_gemm_few_tokens",
+          "blocks of these rows and tokens need more shared memory than the device has");
+  if (row_tiles == 2) return launch_rows<2>(w, x16, n_tokens, out, stream);
+  launch_rows<3>(w, x16, n_tokens, out, stream);
 }
 
 #else
 
 bool few_tokens_gemm_available() { return false; }
+
+bool few_tokens_fits(int, int) { return false; }
 
 int few_tokens_row_tiles(std::size_t, int) { return 0; }
 

@@ -25,9 +25,14 @@ inline constexpr std::size_t kFewTokensColumnMultiple = 256;
 // Whether this build holds launch_gemm_few_tokens's tensor-core code for the current device (CUDA, sm_80+).
 bool few_tokens_gemm_available();
 
+// Whether launch_gemm_few_tokens's blocks of row_tiles x 16 rows (2 or 3) for n_tokens fit the current
+// device's shared memory per block: each does on sm_90 (227 KiB); 48 rows past 24 tokens do not on A100
+// (163 KiB), and only 32 rows of up to 8 tokens do on 99 KiB GPUs.
+bool few_tokens_fits(int row_tiles, int n_tokens);
+
 // Rows a block of launch_gemm_few_tokens takes, in tiles of 16, for a matrix of `rows` and n_tokens: the
-// fewest (2 or 3) whose blocks fit one wave, one a SM; 0 where none does, or where past 8 tokens they
-// would fill less than 3/4 of the SMs (the vendor BLAS then serves better).
+// fewest (2 or 3) whose blocks fit one wave, one a SM; 0 where none does, where past 8 tokens they would
+// fill less than 3/4 of the SMs (the vendor BLAS then serves better), or where they do not fit.
 int few_tokens_row_tiles(std::size_t rows, int n_tokens);
 
 // out[t * w.rows + r] = sum_c W[r][c] * x16[t * w.cols + c] for t < n_tokens <= kMostFewTokens: a decode
