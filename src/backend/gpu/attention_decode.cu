@@ -424,14 +424,13 @@ int decode_blocks_per_wave(HeadShape shape, int heads, bool wide) {
   const std::lock_guard lock(mutex);
   const auto key = std::make_tuple(device, shape.head_dim, decode_heads_per_block(shape, heads), wide);
   if (const auto found = known.find(key); found != known.end()) return found->second;
-  int per_multiprocessor = 0, multiprocessors = 0;
+  int per_multiprocessor = 0;
   with_head_dim(shape.head_dim, [&](auto head_dim) {
     RF_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(
         &per_multiprocessor, decode_kernel_for<decltype(head_dim)::value>(shape, heads, wide),
         decode_threads(wide), 0));
   });
-  RF_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, device));
-  return known[key] = std::max(1, per_multiprocessor * multiprocessors);
+  return known[key] = std::max(1, per_multiprocessor * current_device_attribute(gpuDevAttrMultiProcessorCount));
 }
 
 void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,

@@ -165,13 +165,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-int device_attribute(cudaDeviceAttr attribute) {
-  int device = 0, value = 0;
-  RF_GPU_CHECK(cudaGetDevice(&device));
-  RF_GPU_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
-  return value;
-}
-
 template <int kRowTiles, int kTokenTiles, bool kBf16>
 void launch_tiles(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, float* out, gpuStream_t stream) {
   constexpr auto kernel = few_tokens_kernel<kRowTiles, kTokenTiles, kBf16>;
@@ -217,13 +210,13 @@ bool few_tokens_gemm_available() {
 }
 
 bool few_tokens_fits(int row_tiles, int n_tokens) {
-  static const std::size_t limit = device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  static const std::size_t limit = current_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   return row_tiles >= kMinRowTiles && row_tiles <= kMostRowTiles && n_tokens >= 1 && n_tokens <= kMostFewTokens &&
          shared_bytes(row_tiles, token_tiles(n_tokens)) <= limit;
 }
 
 int few_tokens_row_tiles(std::size_t rows, int n_tokens) {
-  static const std::size_t sms = device_attribute(cudaDevAttrMultiProcessorCount);
+  static const std::size_t sms = current_device_attribute(gpuDevAttrMultiProcessorCount);
   for (std::size_t tiles = kMinRowTiles; tiles <= kMostRowTiles; ++tiles) {
     const std::size_t blocks = (rows + tiles * kTileRows - 1) / (tiles * kTileRows);
     if (blocks > sms) continue;

@@ -15,6 +15,13 @@ const char* backend_name() {
 #endif
 }
 
+int current_device_attribute(gpuDeviceAttribute attribute) {
+  int device = 0, value = 0;
+  RF_GPU_CHECK(gpuGetDevice(&device));
+  RF_GPU_CHECK(gpuDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
 bool dependent_launch_enabled() {
 #if defined(ROCMFORGE_GPU_CUDA)
   static const bool allowed = [] {
@@ -22,10 +29,7 @@ bool dependent_launch_enabled() {
     return setting == nullptr || std::string_view(setting) != "0";
   }();
   if (!allowed) return false;
-  int device = 0, major = 0;
-  RF_GPU_CHECK(cudaGetDevice(&device));
-  RF_GPU_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9;
+  return current_device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
 #else
   return false;
 #endif

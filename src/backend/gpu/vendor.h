@@ -10,6 +10,7 @@
 using gpuError_t = cudaError_t;
 using gpuStream_t = cudaStream_t;
 using gpuDeviceProp = cudaDeviceProp;
+using gpuDeviceAttribute = cudaDeviceAttr;
 inline constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
@@ -57,6 +58,7 @@ using gpuGraphExec_t = cudaGraphExec_t;
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
 using gpuDeviceProp = hipDeviceProp_t;
+using gpuDeviceAttribute = hipDeviceAttribute_t;
 inline constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
@@ -106,6 +108,9 @@ namespace rf::gpu {
 
 // "cuda" or "hip": the runtime this build talks to.
 const char* backend_name();
+
+// An attribute of the runtime's current device (gpuDevAttr*, or the runtime's own names).
+int current_device_attribute(gpuDeviceAttribute attribute);
 
 // Whether launch_dependent (dependent_launch.cuh) overlaps kernels on the current device: CUDA on
 // compute capability 9.0 or later, unless ROCMFORGE_DEPENDENT_LAUNCH=0 (there to measure the gain).
