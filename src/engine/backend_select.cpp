@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/llama_forward.h"
+#include "models/llama/cpu_forward.h"
 #include "util/error.h"
 
 #if defined(ROCMFORGE_GPU_BACKEND)
 #include "backend/gpu/gpu_device.h"
-#include "backend/gpu/llama_forward_gpu.h"
+#include "models/llama/gpu_forward.h"
 #endif
 
 namespace rf {
@@ -20,7 +20,7 @@ namespace {
 // What users call the build's GPU backend: --device cuda or --device rocm.
 constexpr std::string_view kGpuDevice = std::string_view(ROCMFORGE_GPU_BACKEND) == "hip" ? "rocm" : "cuda";
 
-gpu::GpuForwardOptions gpu_options(const BackendShape& shape) {
+llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
   return {.block_size = shape.block_size,
           .kv_blocks = shape.kv_blocks,
           .max_batch_tokens = shape.max_batch_tokens,
@@ -41,7 +41,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
   if (device == "auto" || device == kGpuDevice) {
     const gpu::DeviceScan scan = gpu::scan_devices();
     if (!scan.devices.empty()) {
-      return std::make_unique<gpu::LlamaForwardGpu>(checkpoint.config(), checkpoint.weights(), gpu_options(shape));
+      return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), gpu_options(shape));
     }
     if (device != "auto") fail("--device {}: this build has the {} backend, but {}", device, display_name(device), scan.why_none);
     fmt::print(stderr, "rocmforge: {}; running on the CPU\n", scan.why_none);
@@ -51,7 +51,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
     fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
          display_name(device), device);
   }
-  return std::make_unique<cpu::LlamaForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
+  return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
                                              shape.kv_blocks);
 }
 
@@ -78,7 +78,7 @@ std::vector<std::string> describe_gpu_devices() {
 
 std::optional<MemoryFootprint> gpu_footprint(const Checkpoint& checkpoint, const BackendShape& shape) {
 #if defined(ROCMFORGE_GPU_BACKEND)
-  return gpu::LlamaForwardGpu::footprint(checkpoint.config(), checkpoint.weight_bytes(), gpu_options(shape));
+  return llama::GpuForward::footprint(checkpoint.config(), checkpoint.weight_bytes(), gpu_options(shape));
 #else
   (void)checkpoint;
   (void)shape;

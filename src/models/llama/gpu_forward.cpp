@@ -1,4 +1,4 @@
-#include "backend/gpu/llama_forward_gpu.h"
+#include "models/llama/gpu_forward.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,7 +11,10 @@
 #include "backend/gpu/probe.h"
 #include "util/error.h"
 
-namespace rf::gpu {
+namespace rf::llama {
+
+// The GPU backend's kernels and runtime.
+using namespace rf::gpu;
 
 namespace {
 
@@ -66,7 +69,7 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 
 }  // namespace
 
-LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
+GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
     : config_(config),
       options_(options),
       device_name_(describe_device()),
@@ -85,15 +88,15 @@ LlamaForwardGpu::LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& 
   rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
   const RoundedShape rounded = rounded_shape(config, options);
   rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
-  norms_foldable_ = std::none_of(weights_.layers.begin(), weights_.layers.end(), [](const DeviceLayer& w) {
+  norms_foldable_ = std::none_of(weights_.layers.begin(), weights_.layers.end(), [](const GpuLayer& w) {
     return is_quantized(w.wq.dtype) || is_quantized(w.wk.dtype) || is_quantized(w.wv.dtype) ||
            is_quantized(w.w_gate.dtype) || is_quantized(w.w_up.dtype);
   });
 }
 
-LlamaForwardGpu::~LlamaForwardGpu() = default;
+GpuForward::~GpuForward() = default;
 
-MemoryFootprint LlamaForwardGpu::footprint(const ModelConfig& config, std::size_t weight_bytes,
+MemoryFootprint GpuForward::footprint(const ModelConfig& config, std::size_t weight_bytes,
                                            const GpuForwardOptions& options) {
   // Norms and biases are left out: kilobytes beside the matrices.
   return {weight_bytes, kv_cache_elements(config, options) * sizeof(std::uint16_t),
@@ -102,7 +105,7 @@ MemoryFootprint LlamaForwardGpu::footprint(const ModelConfig& config, std::size_
               rounded_bytes(config, options)};
 }
 
-std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* base, Activations* out) {
+std::size_t GpuForward::layout(const ModelConfig& c, int tokens, float* base, Activations* out) {
   std::size_t used = 0;
   auto take = [&](std::size_t per_token) {
     float* at = base ? base + used : nullptr;
@@ -128,7 +131,7 @@ std::size_t LlamaForwardGpu::layout(const ModelConfig& c, int tokens, float* bas
   return used;
 }
 
-std::size_t LlamaForwardGpu::layout(int tokens, int table_width, std::int32_t* base, StepInputs* out) {
+std::size_t GpuForward::layout(int tokens, int table_width, std::int32_t* base, StepInputs* out) {
   std::size_t used = 0;
   auto take = [&](std::size_t per_token) {
     std::int32_t* at = base ? base + used : nullptr;
@@ -142,13 +145,13 @@ std::size_t LlamaForwardGpu::layout(int tokens, int table_width, std::int32_t* b
   return used;
 }
 
-KvCacheLayer LlamaForwardGpu::cache_layer(int layer) {
+KvCacheLayer GpuForward::cache_layer(int layer) {
   const std::size_t per_layer = static_cast<std::size_t>(options_.kv_blocks) * options_.block_size * config_.kv_dim();
   std::uint16_t* keys = kv_cache_.data() + 2 * layer * per_layer;
   return {keys, keys + per_layer};
 }
 
-void LlamaForwardGpu::forward(const Batch& batch, std::vector<float>& logits) {
+void GpuForward::forward(const Batch& batch, std::vector<float>& logits) {
   const std::size_t vocab = config_.vocab_size;
   logits.resize(batch.logit_rows.size() * vocab);
   run(batch, [&](int first, int count) {
@@ -158,13 +161,13 @@ void LlamaForwardGpu::forward(const Batch& batch, std::vector<float>& logits) {
   stream_.synchronize();
 }
 
-std::vector<std::int32_t> LlamaForwardGpu::sample(const Batch& batch, std::span<const SampleRow> rows) {
+std::vector<std::int32_t> GpuForward::sample(const Batch& batch, std::span<const SampleRow> rows) {
   if (sampler_.steps_in_flight() > 0) fail("sample() while decode steps are queued: take their tokens first");
   queue_sample(batch, rows);
   return take_tokens();
 }
 
-void LlamaForwardGpu::queue_sample(const Batch& batch, std::span<const SampleRow> rows) {
+void GpuForward::queue_sample(const Batch& batch, std::span<const SampleRow> rows) {
   check_queued(batch, rows, sampler_.steps_in_flight());
   const int previous_rows = sampler_.rows_on_device();
   sampler_.prepare(rows, stream_.get());
@@ -173,9 +176,9 @@ void LlamaForwardGpu::queue_sample(const Batch& batch, std::span<const SampleRow
   sampler_.finish(stream_.get());
 }
 
-std::vector<std::int32_t> LlamaForwardGpu::take_tokens() { return sampler_.take(); }
+std::vector<std::int32_t> GpuForward::take_tokens() { return sampler_.take(); }
 
-void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits,
+void GpuForward::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits,
                           int previous_rows) {
   check_batch(batch, config_.vocab_size, options_.block_size, options_.kv_blocks, previous_rows);
   const int n = static_cast<int>(batch.size());
@@ -210,7 +213,7 @@ void LlamaForwardGpu::run(const Batch& batch, const std::function<void(int first
   }
 }
 
-LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin, int end, int first_row, int end_row) {
+GpuForward::StepShape GpuForward::stage(const Batch& batch, int begin, int end, int first_row, int end_row) {
   const int width = options_.kv_blocks, block_size = options_.block_size;
   std::int32_t* staging = input_uploads_.slot(input_storage_.size());
   auto host = [&](std::int32_t* device) { return staging + (device - input_storage_.data()); };
@@ -243,39 +246,39 @@ LlamaForwardGpu::StepShape LlamaForwardGpu::stage(const Batch& batch, int begin,
   return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size), n_seqs == end - begin};
 }
 
-AttentionBatch LlamaForwardGpu::attention_batch(const StepShape& shape) const {
+AttentionBatch GpuForward::attention_batch(const StepShape& shape) const {
   return {inputs_.positions, inputs_.seq, inputs_.block_tables, shape.n_tokens, options_.kv_blocks, options_.block_size,
           shape.max_positions};
 }
 
-void LlamaForwardGpu::drop_graphs_if_gemm_grows(const StepShape& shape) {
+void GpuForward::drop_graphs_if_gemm_grows(const StepShape& shape) {
   if (shape.n_tokens <= most_tokens_) return;
   stream_.synchronize();  // nothing queued still uses the graphs
   graphs_.clear();
   most_tokens_ = shape.n_tokens;
 }
 
-bool LlamaForwardGpu::gemv_serves(int n_tokens) const { return n_tokens == 1 || options_.batch_invariant; }
+bool GpuForward::gemv_serves(int n_tokens) const { return n_tokens == 1 || options_.batch_invariant; }
 
-bool LlamaForwardGpu::folds_norms(int n_tokens) const {
+bool GpuForward::folds_norms(int n_tokens) const {
   return n_tokens == 1 && !options_.batch_invariant && norms_foldable_;
 }
 
-QuantizedActivations LlamaForwardGpu::rounding_for(const WeightMatrix& w, int n_tokens) const {
+QuantizedActivations GpuForward::rounding_for(const WeightMatrix& w, int n_tokens) const {
   return gemv_serves(n_tokens) && gemv_reads_rounded(w.dtype) ? rounded_ : QuantizedActivations{};
 }
 
-HalfCopy LlamaForwardGpu::half_copy_for(const WeightMatrix& w, int n_tokens) const {
+HalfCopy GpuForward::half_copy_for(const WeightMatrix& w, int n_tokens) const {
   if (gemv_serves(n_tokens) || w.dtype == DType::F32 || !gemm_takes_half_copy()) return {};
   return {activations_.half, gemm_operand_type(w.dtype)};
 }
 
-AttentionPlan LlamaForwardGpu::attention_plan(const AttentionBatch& batch) const {
+AttentionPlan GpuForward::attention_plan(const AttentionBatch& batch) const {
   const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
   return options_.batch_invariant ? plan_batch_invariant_attention(batch, heads) : plan_attention(batch, heads);
 }
 
-void LlamaForwardGpu::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
+void GpuForward::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
   if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x.x, n_tokens, x.half);
   x.fixed_order = options_.batch_invariant;
   // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
@@ -284,7 +287,7 @@ void LlamaForwardGpu::project(std::span<const WeightProduct> products, GemvInput
   for (const WeightProduct& p : products) launch_gemv(p.w, x, n_tokens, p.out, stream_.get());
 }
 
-void LlamaForwardGpu::project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate) {
+void GpuForward::project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate) {
   if (accumulate) {
     require(gemv_serves(n_tokens), "project", "only the GEMV adds into its output");
     x.fixed_order = options_.batch_invariant;
@@ -294,7 +297,7 @@ void LlamaForwardGpu::project(const WeightMatrix& w, GemvInput x, int n_tokens, 
   project(std::span(&product, 1), x, n_tokens);
 }
 
-void LlamaForwardGpu::launch_step(const StepShape& shape) {
+void GpuForward::launch_step(const StepShape& shape) {
   const auto& c = config_;
   const Activations& a = activations_;
   const int n = shape.n_tokens;
@@ -325,10 +328,10 @@ void LlamaForwardGpu::launch_step(const StepShape& shape) {
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
 }
 
-const float* LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan,
+const float* GpuForward::launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan,
                                           const float* residual) {
   const auto& c = config_;
-  const DeviceLayer& w = weights_.layers[layer];
+  const GpuLayer& w = weights_.layers[layer];
   const Activations& a = activations_;
   const int n = shape.n_tokens;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -406,7 +409,7 @@ const float* LlamaForwardGpu::launch_layer(int layer, const StepShape& shape, co
   return fold ? nullptr : a.proj;
 }
 
-DeviceCeilings LlamaForwardGpu::measure_ceilings() {
+DeviceCeilings GpuForward::measure_ceilings() {
   DeviceCeilings ceilings{device_name_, measure_read_bandwidth(stream_.get()), measure_matmul_flops(*gemm_, stream_.get())};
   // The matmul probe grew GemmContext's scratch, whose old address the graphs hold.
   stream_.synchronize();
@@ -414,8 +417,8 @@ DeviceCeilings LlamaForwardGpu::measure_ceilings() {
   return ceilings;
 }
 
-int LlamaForwardGpu::graphs_captured() const {
+int GpuForward::graphs_captured() const {
   return static_cast<int>(std::count_if(graphs_.begin(), graphs_.end(), [](const auto& g) { return g.second.has_value(); }));
 }
 
-}  // namespace rf::gpu
+}  // namespace rf::llama

@@ -1,14 +1,14 @@
-// Batch invariance on the GPU (GpuForwardOptions::batch_invariant): a token's logits have the same bits
+// Batch invariance on the GPU (llama::GpuForwardOptions::batch_invariant): a token's logits have the same bits
 // whether its sequence runs alone or batched with others, its prompt in one step or cut into chunks
 // mixed with other sequences' decode tokens. And, end to end, concurrent greedy requests through the
 // scheduler get exactly the tokens each gets alone, as the CPU's scheduler test checks there.
 #include <chrono>
 #include <thread>
 
-#include "backend/gpu/llama_forward_gpu.h"
+#include "models/llama/gpu_forward.h"
 #include "engine/backend_select.h"
 #include "engine/scheduler_client.h"
-#include "gpu_test.h"
+#include "backend/gpu/gpu_test.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -46,7 +46,7 @@ TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
     for (int s = 0; s < 3; ++s) {
       for (int i = 0; i < kPrompt[s] + kDecode; ++i) tokens[s].push_back(random_int(0, config.vocab_size - 1));
     }
-    const GpuForwardOptions options{
+    const llama::GpuForwardOptions options{
         .block_size = 16, .kv_blocks = 3 * kBlocksPerSequence, .max_batch_tokens = 8, .batch_invariant = true};
     const std::size_t vocab = config.vocab_size;
     std::vector<float> logits;
@@ -54,7 +54,7 @@ TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
     // Alone: each sequence's prompt in one batch (chunks of 8), then its decode steps one at a time.
     std::vector<std::vector<float>> alone(3);
     {
-      LlamaForwardGpu gpu(config, checkpoint.weights(), options);
+      llama::GpuForward gpu(config, checkpoint.weights(), options);
       for (int s = 0; s < 3; ++s) {
         Batch prompt;
         add(prompt, s, tokens[s], 0, kPrompt[s]);
@@ -75,7 +75,7 @@ TEST_F(BatchInvariance, LogitsOfATokenDoNotDependOnItsBatch) {
     std::vector<std::vector<float>> together(3);
     std::vector<std::vector<int>> positions(3);  // together[s]'s rows
     std::vector<int> done(3, 0);
-    LlamaForwardGpu gpu(config, checkpoint.weights(), options);
+    llama::GpuForward gpu(config, checkpoint.weights(), options);
     while (done[0] < kPrompt[0] + kDecode || done[1] < kPrompt[1] + kDecode || done[2] < kPrompt[2] + kDecode) {
       Batch step;
       std::vector<int> taken(3, 0);

@@ -12,12 +12,12 @@ namespace rf {
 class ThreadPool;
 }
 
-namespace rf::cpu {
+namespace rf::llama {
 
-class LlamaForward : public ForwardPass {
+class CpuForward : public ForwardPass {
  public:
   // The weights and the pool must outlive this object; the cache holds kv_blocks blocks of block_size positions.
-  LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks);
+  CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks);
 
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int kv_blocks() const override { return cache_.n_blocks(); }
@@ -31,10 +31,10 @@ class LlamaForward : public ForwardPass {
   const ModelConfig& config_;
   const LlamaWeights& weights_;
   ThreadPool& pool_;
-  KvCache cache_;
+  cpu::KvCache cache_;
   std::vector<float> inv_freq_;
   // Activations of the current batch, [tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
 };
 
-}  // namespace rf::cpu
+}  // namespace rf::llama

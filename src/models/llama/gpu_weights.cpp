@@ -1,18 +1,21 @@
-#include "backend/gpu/device_weights.h"
+#include "models/llama/gpu_weights.h"
 
 #include <algorithm>
 
 #include "backend/gpu/device_layout.h"
 
-namespace rf::gpu {
+namespace rf::llama {
 
-DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host)
+// The GPU backend's kernels and runtime.
+using namespace rf::gpu;
+
+GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host)
     : token_embedding(upload(host.token_embedding)),
       output_norm(upload(host.output_norm)),
       output(host.output.data == host.token_embedding.data ? token_embedding : upload(host.output)),
       inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr))) {
   for (const LayerWeights& l : host.layers) {
-    DeviceLayer& d = layers.emplace_back();
+    GpuLayer& d = layers.emplace_back();
     d.attn_norm = upload(l.attn_norm);
     const WeightMatrix qkv[] = {l.wq, l.wk, l.wv};
     WeightMatrix views[3];
@@ -30,12 +33,12 @@ DeviceWeights::DeviceWeights(const ModelConfig& config, const LlamaWeights& host
   }
 }
 
-WeightMatrix DeviceWeights::upload(const WeightMatrix& host) {
+WeightMatrix GpuWeights::upload(const WeightMatrix& host) {
   matrices_.push_back(upload_weights(host));
   return {host.dtype, host.rows, host.cols, matrices_.back().data()};
 }
 
-WeightMatrix DeviceWeights::upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views) {
+WeightMatrix GpuWeights::upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views) {
   constexpr std::size_t kAlign = 256;
   const bool stackable = std::all_of(parts.begin(), parts.end(), [&](const WeightMatrix& w) {
     return w.dtype == parts[0].dtype && w.cols == parts[0].cols && w.bytes() % kAlign == 0;
@@ -56,9 +59,9 @@ WeightMatrix DeviceWeights::upload_stacked(std::span<const WeightMatrix> parts, 
   return {parts[0].dtype, rows, parts[0].cols, stacked.data()};
 }
 
-const float* DeviceWeights::upload(const std::vector<float>& host) {
+const float* GpuWeights::upload(const std::vector<float>& host) {
   vectors_.emplace_back(host);
   return vectors_.back().data();
 }
 
-}  // namespace rf::gpu
+}  // namespace rf::llama

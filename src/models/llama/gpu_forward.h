@@ -18,14 +18,14 @@
 #include "backend/gpu/attention_kernels.h"
 #include "backend/gpu/device_buffer.h"
 #include "backend/gpu/device_sampler.h"
-#include "backend/gpu/device_weights.h"
+#include "models/llama/gpu_weights.h"
 #include "backend/gpu/graph.h"
 #include "backend/gpu/host_staging.h"
 #include "backend/gpu/ops.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
 
-namespace rf::gpu {
+namespace rf::llama {
 
 struct GpuForwardOptions {
   int block_size = 16;
@@ -37,11 +37,11 @@ struct GpuForwardOptions {
   bool batch_invariant = false;
 };
 
-class LlamaForwardGpu : public ForwardPass {
+class GpuForward : public ForwardPass {
  public:
   // The config must outlive this object; the weights are copied (the host copy may go).
-  LlamaForwardGpu(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options);
-  ~LlamaForwardGpu() override;
+  GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options);
+  ~GpuForward() override;
 
   // What the constructor will allocate, without a device: `weight_bytes` as Checkpoint::weight_bytes.
   static MemoryFootprint footprint(const ModelConfig& config, std::size_t weight_bytes, const GpuForwardOptions& options);
@@ -89,10 +89,10 @@ class LlamaForwardGpu : public ForwardPass {
   StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
   // Drops the graphs when a step of this shape may grow GemmContext's operand copies (see below).
   void drop_graphs_if_gemm_grows(const StepShape& shape);
-  AttentionBatch attention_batch(const StepShape& shape) const;
+  gpu::AttentionBatch attention_batch(const StepShape& shape) const;
   void launch_step(const StepShape& shape);
   // Returns the residual the next norm adds to x: the layer's last output, or null where it added it.
-  const float* launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan, const float* residual);
+  const float* launch_layer(int layer, const StepShape& shape, const gpu::AttentionPlan& plan, const float* residual);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
@@ -104,35 +104,35 @@ class LlamaForwardGpu : public ForwardPass {
   bool folds_norms(int n_tokens) const;
   // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
   // step's buffer for it; else none.
-  QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
+  gpu::QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
   // Where the GEMM that multiplies w for n_tokens takes a 16-bit copy of its input (16-bit and
   // quantized weights): the step's buffer for it, as the type it needs; else none.
-  HalfCopy half_copy_for(const WeightMatrix& w, int n_tokens) const;
-  AttentionPlan attention_plan(const AttentionBatch& batch) const;
+  gpu::HalfCopy half_copy_for(const WeightMatrix& w, int n_tokens) const;
+  gpu::AttentionPlan attention_plan(const gpu::AttentionBatch& batch) const;
   // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
-  void project(std::span<const WeightProduct> products, GemvInput x, int n_tokens);
+  void project(std::span<const gpu::WeightProduct> products, gpu::GemvInput x, int n_tokens);
   // The same for one product; with `accumulate` (GEMV only), out += W x.
-  void project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate = false);
-  KvCacheLayer cache_layer(int layer);
+  void project(const WeightMatrix& w, gpu::GemvInput x, int n_tokens, float* out, bool accumulate = false);
+  gpu::KvCacheLayer cache_layer(int layer);
 
   const ModelConfig& config_;
   GpuForwardOptions options_;
   std::string device_name_;
-  Stream stream_;
-  std::unique_ptr<GemmContext> gemm_;
-  DeviceWeights weights_;
-  DeviceBuffer<std::uint16_t> kv_cache_;  // per layer: keys, then values
-  DeviceBuffer<float> activation_storage_;
+  gpu::Stream stream_;
+  std::unique_ptr<gpu::GemmContext> gemm_;
+  GpuWeights weights_;
+  gpu::DeviceBuffer<std::uint16_t> kv_cache_;  // per layer: keys, then values
+  gpu::DeviceBuffer<float> activation_storage_;
   Activations activations_;
-  DeviceBuffer<std::int32_t> input_storage_;
+  gpu::DeviceBuffer<std::int32_t> input_storage_;
   StepInputs inputs_;
-  Uploads<std::int32_t> input_uploads_;  // staging, in input_storage_'s layout
-  DeviceSampler sampler_;
+  gpu::Uploads<std::int32_t> input_uploads_;  // staging, in input_storage_'s layout
+  gpu::DeviceSampler sampler_;
   // The attention's split partials, for any step (allocated once: graphs hold its address).
-  DeviceBuffer<std::uint8_t> attention_workspace_;
+  gpu::DeviceBuffer<std::uint8_t> attention_workspace_;
   // The int8 copy of a GEMV's input, for as many tokens as the GEMV serves.
-  DeviceBuffer<std::uint8_t> rounded_storage_;
-  QuantizedActivations rounded_;
+  gpu::DeviceBuffer<std::uint8_t> rounded_storage_;
+  gpu::QuantizedActivations rounded_;
   // GemmContext's operand copies grow with the steps (up to most_tokens_ tokens). Growing moves them,
   // and graphs hold their address: they are dropped then. Only a step of a shape not seen before,
   // which runs eagerly, grows them.
@@ -140,7 +140,7 @@ class LlamaForwardGpu : public ForwardPass {
   // Every layer's q, k, v, gate and up hold 16- or 32-bit floats (folds_norms).
   bool norms_foldable_ = false;
   // A decode shape's first step runs eagerly; the second captures it.
-  std::map<StepShape, std::optional<CapturedGraph>> graphs_;
+  std::map<StepShape, std::optional<gpu::CapturedGraph>> graphs_;
 };
 
-}  // namespace rf::gpu
+}  // namespace rf::llama

@@ -6,8 +6,8 @@
 // weights the batch goes through the tensor-core GEMM of decode batches on 16-bit x, the single token
 // through the GEMV on fp32 x.
 #include "backend/cpu/quant.h"
-#include "backend/gpu/llama_forward_gpu.h"
-#include "gpu_test.h"
+#include "models/llama/gpu_forward.h"
+#include "backend/gpu/gpu_test.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -24,8 +24,8 @@ constexpr int kBlocksPerSequence = 4;  // 64 positions each
 
 void DecodeBatches::expect_batch_matches_alone(const std::string& what, const ModelConfig& config,
                                                const LlamaWeights& weights, double tolerance) {
-  const GpuForwardOptions options{.block_size = 16, .kv_blocks = kSequences * kBlocksPerSequence, .max_batch_tokens = 16};
-  LlamaForwardGpu together(config, weights, options), alone(config, weights, options);
+  const llama::GpuForwardOptions options{.block_size = 16, .kv_blocks = kSequences * kBlocksPerSequence, .max_batch_tokens = 16};
+  llama::GpuForward together(config, weights, options), alone(config, weights, options);
   std::vector<float> batched, single, all_batched, all_single;
   for (int position = 0; position < 40; ++position) {
     std::vector<std::int32_t> tokens(kSequences);

@@ -1,4 +1,4 @@
-#include "backend/cpu/llama_forward.h"
+#include "models/llama/cpu_forward.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,10 @@
 #include "backend/cpu/quant.h"
 #include "util/thread_pool.h"
 
-namespace rf::cpu {
+namespace rf::llama {
+
+// The CPU backend's kernels and KV cache.
+using namespace rf::cpu;
 
 namespace {
 
@@ -25,18 +28,18 @@ void add_bias(std::vector<float>& rows, const std::optional<Vector>& bias, std::
 
 }  // namespace
 
-LlamaForward::LlamaForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size,
+CpuForward::CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size,
                            int kv_blocks)
     : config_(config), weights_(weights), pool_(pool), cache_(config.n_layers, config.kv_dim(), block_size, kv_blocks),
       inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)) {}
 
-std::string LlamaForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
+std::string CpuForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
 
-DeviceCeilings LlamaForward::measure_ceilings() {
+DeviceCeilings CpuForward::measure_ceilings() {
   return {device_name(), measure_read_bandwidth(pool_), measure_matmul_flops(pool_)};
 }
 
-void LlamaForward::forward(const Batch& batch, std::vector<float>& logits) {
+void CpuForward::forward(const Batch& batch, std::vector<float>& logits) {
   KvCache& cache = cache_;
   const auto& c = config_;
   const std::size_t n = batch.size();
@@ -110,7 +113,7 @@ void LlamaForward::forward(const Batch& batch, std::vector<float>& logits) {
   matmul(weights_.output, normed_.data(), n_out, logits.data(), pool_);
 }
 
-void LlamaForward::attention(const Batch& batch, int layer) {
+void CpuForward::attention(const Batch& batch, int layer) {
   KvCache& cache = cache_;
   const auto& c = config_;
   const int group = c.n_heads / c.n_kv_heads;
@@ -144,4 +147,4 @@ void LlamaForward::attention(const Batch& batch, int layer) {
   });
 }
 
-}  // namespace rf::cpu
+}  // namespace rf::llama

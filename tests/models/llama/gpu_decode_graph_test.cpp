@@ -3,9 +3,9 @@
 // batches of three and two sequences (the GEMM path) and of one (the GEMV path), long enough that
 // the attention span grows into a second graph. And decoding ahead (queue_sample), which the
 // graphs serve, against step-by-step sampling.
-#include "backend/gpu/llama_forward_gpu.h"
+#include "models/llama/gpu_forward.h"
 #include "engine/decode_ahead.h"
-#include "gpu_test.h"
+#include "backend/gpu/gpu_test.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -22,10 +22,10 @@ TEST_F(DecodeGraphs, ReplaysGiveTheEagerLogits) {
                                    source + "/models/kjv-llama/model.q8_0.gguf"}) {
     const Checkpoint checkpoint = Checkpoint::load(model);
     const ModelConfig& config = checkpoint.config();
-    GpuForwardOptions options{.block_size = 16, .kv_blocks = 4 * kBlocksPerSequence, .max_batch_tokens = 16};
-    LlamaForwardGpu graphs(config, checkpoint.weights(), options);
+    llama::GpuForwardOptions options{.block_size = 16, .kv_blocks = 4 * kBlocksPerSequence, .max_batch_tokens = 16};
+    llama::GpuForward graphs(config, checkpoint.weights(), options);
     options.graphs = false;
-    LlamaForwardGpu eager(config, checkpoint.weights(), options);
+    llama::GpuForward eager(config, checkpoint.weights(), options);
 
     // Three sequences decode together from position 0; the third stops at 40, and the first two go on.
     constexpr int kSteps = 70;  // past 64 positions: a second attention span
@@ -59,7 +59,7 @@ TEST_F(DecodeGraphs, DecodingAheadGivesTheStepByStepTokens) {
   for (const std::string& model : {source + "/tests/fixtures/models/llama3", source + "/models/kjv-llama/model.q8_0.gguf"}) {
     const Checkpoint checkpoint = Checkpoint::load(model);
     const ModelConfig& config = checkpoint.config();
-    LlamaForwardGpu gpu(config, checkpoint.weights(), {.block_size = 16, .kv_blocks = 6 * kBlocksPerSequence, .max_batch_tokens = 16});
+    llama::GpuForward gpu(config, checkpoint.weights(), {.block_size = 16, .kv_blocks = 6 * kBlocksPerSequence, .max_batch_tokens = 16});
     for (const double temperature : {0.0, 1.0}) {
       SamplingParams params;
       params.temperature = temperature;

@@ -11,9 +11,9 @@
 #include "backend/gpu/device_buffer.h"
 #include "model/checkpoint.h"
 
-namespace rf::gpu {
+namespace rf::llama {
 
-struct DeviceLayer {
+struct GpuLayer {
   const float* attn_norm;
   WeightMatrix wq, wk, wv, wo;
   const float* bq;  // Qwen2, else null
@@ -30,16 +30,16 @@ struct DeviceLayer {
   WeightMatrix w_gate_up{};
 };
 
-class DeviceWeights {
+class GpuWeights {
   // First: the views below point into these, and are initialised in order.
-  std::vector<DeviceBuffer<std::uint8_t>> matrices_;
-  std::vector<DeviceBuffer<float>> vectors_;
+  std::vector<gpu::DeviceBuffer<std::uint8_t>> matrices_;
+  std::vector<gpu::DeviceBuffer<float>> vectors_;
 
  public:
-  DeviceWeights(const ModelConfig& config, const LlamaWeights& host);
+  GpuWeights(const ModelConfig& config, const LlamaWeights& host);
 
   WeightMatrix token_embedding;
-  std::vector<DeviceLayer> layers;
+  std::vector<GpuLayer> layers;
   const float* output_norm;
   WeightMatrix output;
   const float* inv_freq;  // RoPE: head_dim / 2 values, scaling applied (rope_inv_freq in model/config.h)
@@ -55,4 +55,4 @@ class DeviceWeights {
   const float* upload(const std::optional<std::vector<float>>& host) { return host ? upload(*host) : nullptr; }
 };
 
-}  // namespace rf::gpu
+}  // namespace rf::llama
