@@ -80,15 +80,16 @@ else()
   find_package(hip CONFIG REQUIRED)
 endif()
 
-file(GLOB gpu_kernels CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cu)
-file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cpp)
+# src/backend/gpu's folders group the kernels by job (runtime, attention, gemm, norm, ...).
+file(GLOB_RECURSE gpu_kernels CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cu)
+file(GLOB_RECURSE gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cpp)
 # Prefill GEMM glue, one file per vendor BLAS: cuBLAS on CUDA. On HIP the project's tiled kernel
 # (gemm_tiled.cu, built everywhere) serves alone: Debian's ROCm packages have no hipBLAS to glue to.
 list(FILTER gpu_host_sources EXCLUDE REGEX "/gemm_(cublas|tiled_only)\\.cpp$")
 if(ROCMFORGE_GPU STREQUAL "cuda")
-  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm_cublas.cpp)
+  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm/gemm_cublas.cpp)
 else()
-  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm_tiled_only.cpp)
+  list(APPEND gpu_host_sources ${PROJECT_SOURCE_DIR}/src/backend/gpu/gemm/gemm_tiled_only.cpp)
 endif()
 add_library(rf_gpu STATIC ${gpu_kernels} ${gpu_host_sources})
 target_include_directories(rf_gpu PUBLIC ${PROJECT_SOURCE_DIR}/src)
@@ -102,7 +103,7 @@ if(ROCMFORGE_GPU STREQUAL "cuda")
   # fmt 9 turns its constexpr off under nvcc yet still calls those functions from constexpr ones, so a
   # .cu file that includes it (util/error.h, by way of device_buffer.h) does not compile; nvcc 13 needs
   # no such caution.
-  target_compile_definitions(rf_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1>)
+  target_compile_definitions(rf_gpu PUBLIC $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1>)
 else()
   set_source_files_properties(${gpu_kernels} PROPERTIES LANGUAGE HIP)
   set_target_properties(rf_gpu PROPERTIES HIP_STANDARD 20 HIP_STANDARD_REQUIRED ON HIP_EXTENSIONS OFF)

@@ -87,7 +87,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-gen", flags->settings.generation_lengths, "Generation lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-b,--batch", flags->settings.batch_sizes, "Sequences decoding together (comma-separated)")->delimiter(',');
   cmd->add_option("-r,--repetitions", flags->settings.repetitions, "Repetitions per row")->check(CLI::PositiveNumber);
-  cmd->add_option("--device", flags->options.device, "auto, cpu, cuda or rocm")->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
+  add_device_option(*cmd, flags->options);
   cmd->add_option("-t,--threads", flags->options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-c,--ctx-size", flags->options.ctx_size, "KV cache size (0: what the settings need)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--ubatch", flags->options.max_batch_tokens, "Prompt tokens per forward step")->check(CLI::PositiveNumber);

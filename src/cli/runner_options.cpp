@@ -4,20 +4,35 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend_select.h"
 #include "util/error.h"
 
 namespace rf::cli {
 
 void RunnerFlags::add_to(CLI::App& command) {
   command.add_option("-m,--model", model, "Model: a Hugging Face folder or a .gguf file (default: the bundled demo model)");
-  command.add_option("--device", options.device, "auto, cpu, cuda or rocm")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "rocm"}));
+  add_device_option(command, options);
   command.add_option("-t,--threads", options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   command.add_option("-c,--ctx-size,--ctx", options.ctx_size, "Context size in tokens (0: the model's, at most 4096)")
       ->check(CLI::NonNegativeNumber);
   command.add_option("-b,--batch-size", options.max_batch_tokens, "Prompt tokens per forward step")
       ->check(CLI::PositiveNumber);
   add_batch_invariant_flag(command, options);
+}
+
+void add_device_option(CLI::App& command, RunnerOptions& options) {
+  const CLI::Validator device_value(
+      [](std::string& value) {
+        try {
+          parse_device(value);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      },
+      "DEVICE");
+  command.add_option("--device", options.device, "auto, cpu, cuda or rocm (the first GPU), cuda:N or rocm:N (GPU N)")
+      ->check(device_value);
 }
 
 void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options) {

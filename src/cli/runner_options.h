@@ -12,6 +12,9 @@ namespace rf::cli {
 // $ROCMFORGE_MODEL, else the demo model shipped in the source tree (models/kjv-llama).
 std::string default_model_path();
 
+// --device, checked by engine/backend_select.h's parse_device; for RunnerFlags and bench.
+void add_device_option(CLI::App& command, RunnerOptions& options);
+
 // --batch-invariant, for RunnerFlags and for bench, which takes its runner options one by one.
 void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options);
 

@@ -1,5 +1,6 @@
 #include "engine/backend_select.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -8,7 +9,7 @@
 #include "util/error.h"
 
 #if defined(ROCMFORGE_GPU_BACKEND)
-#include "backend/gpu/gpu_device.h"
+#include "backend/gpu/runtime/devices.h"
 #include "models/llama/gpu_forward.h"
 #endif
 
@@ -32,24 +33,49 @@ std::string_view display_name(const std::string& device) { return device == "cud
 
 }  // namespace
 
+DeviceChoice parse_device(const std::string& device) {
+  const std::size_t colon = device.find(':');
+  DeviceChoice choice{device.substr(0, colon), std::nullopt};
+  const bool known = choice.kind == "auto" || choice.kind == "cpu" || choice.kind == "cuda" || choice.kind == "rocm";
+  if (!known || (colon != std::string::npos && choice.kind != "cuda" && choice.kind != "rocm")) {
+    fail("unknown device '{}' (use auto, cpu, cuda, rocm, or cuda:N / rocm:N for GPU N)", device);
+  }
+  if (colon != std::string::npos) {
+    const std::string index = device.substr(colon + 1);
+    int value = -1;
+    const auto [end, error] = std::from_chars(index.data(), index.data() + index.size(), value);
+    if (index.empty() || error != std::errc() || end != index.data() + index.size() || value < 0) {
+      fail("device '{}': the GPU index after ':' must be a number from 0", device);
+    }
+    choice.index = value;
+  }
+  return choice;
+}
+
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
                                                ThreadPool& pool, const BackendShape& shape) {
-  if (device != "auto" && device != "cpu" && device != "cuda" && device != "rocm") {
-    fail("unknown device '{}' (use auto, cpu, cuda or rocm)", device);
-  }
+  const DeviceChoice choice = parse_device(device);
 #if defined(ROCMFORGE_GPU_BACKEND)
-  if (device == "auto" || device == kGpuDevice) {
+  if (choice.kind == "auto" || choice.kind == kGpuDevice) {
     const gpu::DeviceScan scan = gpu::scan_devices();
-    if (!scan.devices.empty()) {
-      return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), gpu_options(shape));
+    const int count = static_cast<int>(scan.devices.size());
+    if (choice.index && count > 0 && *choice.index >= count) {
+      fail("--device {}: this machine has {} {} device{}", device, count, display_name(choice.kind), count == 1 ? "" : "s");
     }
-    if (device != "auto") fail("--device {}: this build has the {} backend, but {}", device, display_name(device), scan.why_none);
+    if (count > 0) {
+      llama::GpuForwardOptions options = gpu_options(shape);
+      options.device = choice.index.value_or(0);
+      return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);
+    }
+    if (choice.kind != "auto") {
+      fail("--device {}: this build has the {} backend, but {}", device, display_name(choice.kind), scan.why_none);
+    }
     fmt::print(stderr, "rocmforge: {}; running on the CPU\n", scan.why_none);
   }
 #endif
-  if (device == "cuda" || device == "rocm") {
+  if (choice.kind == "cuda" || choice.kind == "rocm") {
     fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
-         display_name(device), device);
+         display_name(choice.kind), choice.kind);
   }
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
                                              shape.kv_blocks);

@@ -23,9 +23,18 @@ struct BackendShape {
   bool batch_invariant = false;
 };
 
-// device "auto": the GPU when the build has a GPU backend and it finds a device, else the CPU (with
-// a one-line notice on stderr when a GPU build found none); "cpu"; "cuda" or "rocm": that backend,
-// failing when the build lacks it or it finds no device. The checkpoint and pool must outlive it.
+// A --device value: its kind (auto, cpu, cuda or rocm) and, for "cuda:N" or "rocm:N", the GPU's index.
+struct DeviceChoice {
+  std::string kind;
+  std::optional<int> index;
+};
+// Throws rf::Error naming the value where it is none of those.
+DeviceChoice parse_device(const std::string& device);
+
+// device "auto": the first GPU when the build has a GPU backend and it finds a device, else the CPU
+// (with a one-line notice on stderr when a GPU build found none); "cpu"; "cuda" or "rocm": that
+// backend's first GPU, "cuda:N" or "rocm:N" its GPU N, failing when the build lacks it or it finds no
+// such device. The checkpoint and pool must outlive it.
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
                                                ThreadPool& pool, const BackendShape& shape);
 

@@ -8,17 +8,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/rope.h"
+
 namespace rf {
 
 class GgufFile;
 
 enum class Arch { Llama, Mistral, Qwen2, Qwen3 };
 
-// Which pairs of a head's dimensions RoPE rotates together.
-enum class RopeLayout {
-  SplitHalves,  // (i, i + d/2): Hugging Face's rotate_half, and llama.cpp's NeoX mode
-  Interleaved,  // (2i, 2i + 1): llama.cpp's normal mode, for the q/k rows its converter permuted
-};
 
 struct RopeScaling {
   enum class Kind { None, Linear, Llama3 } kind = Kind::None;

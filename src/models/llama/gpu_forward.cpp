@@ -6,9 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "backend/gpu/attention_kernels.h"
-#include "backend/gpu/gpu_device.h"
-#include "backend/gpu/probe.h"
+#include "backend/gpu/attention/attention.h"
+#include "backend/gpu/elementwise/elementwise.h"
+#include "backend/gpu/embedding/embedding.h"
+#include "backend/gpu/norm/norm.h"
+#include "backend/gpu/rope/rope.h"
+#include "backend/gpu/runtime/devices.h"
+#include "backend/gpu/probe/probe.h"
 #include "util/error.h"
 
 namespace rf::llama {
@@ -27,10 +31,13 @@ std::size_t kv_cache_elements(const ModelConfig& c, const GpuForwardOptions& o) 
   return 2ull * c.n_layers * o.kv_blocks * o.block_size * c.kv_dim();
 }
 
-std::string describe_device() {
+std::string describe_device(int index) {
   const DeviceScan scan = scan_devices();
-  if (scan.devices.empty()) fail("{}", scan.why_none);
-  const DeviceInfo& d = scan.devices.front();  // the runtime's current device
+  if (index < 0 || index >= static_cast<int>(scan.devices.size())) {
+    fail("no {} device {} ({})", backend_name(), index,
+         scan.devices.empty() ? scan.why_none : fmt::format("this machine has {}", scan.devices.size()));
+  }
+  const DeviceInfo& d = scan.devices[index];
   return fmt::format("{}:{} {} ({})", backend_name(), d.index, d.name, d.arch);
 }
 
@@ -42,9 +49,9 @@ int attention_span(int positions, int cache_positions) {
 }
 
 // The most scratch attention needs in any step (about 2 MiB for Llama 3 8B).
-std::size_t attention_scratch_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
+std::size_t attention_scratch_bytes(const DeviceContext& ctx, const ModelConfig& c, const GpuForwardOptions& o) {
   if (o.batch_invariant) return 0;  // one range per token: no partials
-  return most_attention_workspace_bytes(o.max_batch_tokens, o.kv_blocks, o.block_size,
+  return most_attention_workspace_bytes(ctx, o.max_batch_tokens, o.kv_blocks, o.block_size,
                                         {c.n_heads, c.n_kv_heads, c.head_dim});
 }
 
@@ -72,8 +79,8 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
     : config_(config),
       options_(options),
-      device_name_(describe_device()),
-      gemm_(make_gemm_context(stream_.get())),
+      device_name_(describe_device(options.device)),
+      ctx_(options.device),
       weights_(config, weights),
       kv_cache_(kv_cache_elements(config, options)),
       activation_storage_(layout(config, options.max_batch_tokens, nullptr, nullptr)),
@@ -84,7 +91,7 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
   }
   layout(config, options.max_batch_tokens, activation_storage_.data(), &activations_);
   layout(options.max_batch_tokens, options.kv_blocks, input_storage_.data(), &inputs_);
-  attention_workspace_ = DeviceBuffer<std::uint8_t>(attention_scratch_bytes(config, options));
+  attention_workspace_ = DeviceBuffer<std::uint8_t>(attention_scratch_bytes(ctx_, config, options));
   rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
   const RoundedShape rounded = rounded_shape(config, options);
   rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
@@ -94,7 +101,9 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
   });
 }
 
-GpuForward::~GpuForward() = default;
+GpuForward::~GpuForward() {
+  ctx_.make_current();  // the members after ctx_ free their device memory with its device current
+}
 
 MemoryFootprint GpuForward::footprint(const ModelConfig& config, std::size_t weight_bytes,
                                            const GpuForwardOptions& options) {
@@ -152,13 +161,14 @@ KvCacheLayer GpuForward::cache_layer(int layer) {
 }
 
 void GpuForward::forward(const Batch& batch, std::vector<float>& logits) {
+  const ContextScope scope(ctx_);
   const std::size_t vocab = config_.vocab_size;
   logits.resize(batch.logit_rows.size() * vocab);
   run(batch, [&](int first, int count) {
     RF_GPU_CHECK(gpuMemcpyAsync(logits.data() + first * vocab, activations_.logits, count * vocab * sizeof(float),
-                                gpuMemcpyDeviceToHost, stream_.get()));
+                                gpuMemcpyDeviceToHost, ctx_.stream()));
   });
-  stream_.synchronize();
+  ctx_.synchronize();
 }
 
 std::vector<std::int32_t> GpuForward::sample(const Batch& batch, std::span<const SampleRow> rows) {
@@ -168,15 +178,19 @@ std::vector<std::int32_t> GpuForward::sample(const Batch& batch, std::span<const
 }
 
 void GpuForward::queue_sample(const Batch& batch, std::span<const SampleRow> rows) {
+  const ContextScope scope(ctx_);
   check_queued(batch, rows, sampler_.steps_in_flight());
   const int previous_rows = sampler_.rows_on_device();
-  sampler_.prepare(rows, stream_.get());
-  run(batch, [&](int first, int count) { sampler_.sample(activations_.logits, first, count, stream_.get()); },
+  sampler_.prepare(rows, ctx_);
+  run(batch, [&](int first, int count) { sampler_.sample(activations_.logits, first, count, ctx_); },
       previous_rows);
-  sampler_.finish(stream_.get());
+  sampler_.finish(ctx_);
 }
 
-std::vector<std::int32_t> GpuForward::take_tokens() { return sampler_.take(); }
+std::vector<std::int32_t> GpuForward::take_tokens() {
+  const ContextScope scope(ctx_);
+  return sampler_.take();
+}
 
 void GpuForward::run(const Batch& batch, const std::function<void(int first, int count)>& on_logits,
                           int previous_rows) {
@@ -203,8 +217,8 @@ void GpuForward::run(const Batch& batch, const std::function<void(int first, int
       if (first_seen) {
         launch_step(shape);
       } else {
-        if (!graph->second) graph->second.emplace(stream_.get(), [&] { launch_step(shape); });
-        graph->second->launch(stream_.get());
+        if (!graph->second) graph->second.emplace(ctx_.stream(), [&] { launch_step(shape); });
+        graph->second->launch(ctx_.stream());
       }
     } else {
       launch_step(shape);
@@ -242,7 +256,7 @@ GpuForward::StepShape GpuForward::stage(const Batch& batch, int begin, int end, 
   std::int32_t* logit_tokens = host(inputs_.logit_tokens);
   for (int r = first_row; r < end_row; ++r) logit_tokens[r - first_row] = batch.logit_rows[r] - begin;
   const std::size_t used = (tables - staging) + static_cast<std::size_t>(n_seqs) * width;
-  input_uploads_.copy(input_storage_.data(), used, stream_.get());
+  input_uploads_.copy(input_storage_.data(), used, ctx_.stream());
   return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size), n_seqs == end - begin};
 }
 
@@ -253,7 +267,7 @@ AttentionBatch GpuForward::attention_batch(const StepShape& shape) const {
 
 void GpuForward::drop_graphs_if_gemm_grows(const StepShape& shape) {
   if (shape.n_tokens <= most_tokens_) return;
-  stream_.synchronize();  // nothing queued still uses the graphs
+  ctx_.synchronize();  // nothing queued still uses the graphs
   graphs_.clear();
   most_tokens_ = shape.n_tokens;
 }
@@ -275,26 +289,69 @@ HalfCopy GpuForward::half_copy_for(const WeightMatrix& w, int n_tokens) const {
 
 AttentionPlan GpuForward::attention_plan(const AttentionBatch& batch) const {
   const HeadShape heads{config_.n_heads, config_.n_kv_heads, config_.head_dim};
-  return options_.batch_invariant ? plan_batch_invariant_attention(batch, heads) : plan_attention(batch, heads);
+  return options_.batch_invariant ? plan_batch_invariant_attention(batch, heads) : plan_attention(ctx_, batch, heads);
 }
 
 void GpuForward::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
-  if (!gemv_serves(n_tokens)) return launch_gemm_group(*gemm_, products, x.x, n_tokens, x.half);
+  if (!gemv_serves(n_tokens)) return launch_gemm_group(ctx_, products, x.x, n_tokens, x.half);
   x.fixed_order = options_.batch_invariant;
   // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
   const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
-  if (shared) return launch_gemv_group(products, x, n_tokens, stream_.get());
-  for (const WeightProduct& p : products) launch_gemv(p.w, x, n_tokens, p.out, stream_.get());
+  if (shared) return launch_gemv_group(products, x, n_tokens, ctx_);
+  for (const WeightProduct& p : products) launch_gemv(p.w, x, n_tokens, p.out, ctx_);
 }
 
 void GpuForward::project(const WeightMatrix& w, GemvInput x, int n_tokens, float* out, bool accumulate) {
   if (accumulate) {
     require(gemv_serves(n_tokens), "project", "only the GEMV adds into its output");
     x.fixed_order = options_.batch_invariant;
-    return launch_gemv(w, x, n_tokens, out, stream_.get(), true);
+    return launch_gemv(w, x, n_tokens, out, ctx_, true);
   }
   const WeightProduct product{w, out};
   project(std::span(&product, 1), x, n_tokens);
+}
+
+StepPlan GpuForward::plan_step(const StepShape& shape) const {
+  StepPlan plan{attention_plan(attention_batch(shape)), {}, {rounding_for(weights_.output, shape.n_logits), {}}};
+  for (const GpuLayer& w : weights_.layers) plan.layers.push_back(plan_layer(w, shape));
+  return plan;
+}
+
+LayerPlan GpuForward::plan_layer(const GpuLayer& w, const StepShape& shape) const {
+  const int n = shape.n_tokens;
+  LayerPlan p;
+  // One token's norms go into the GEMVs after them, which then add o's and down's outputs into x: a
+  // launch less each (docs/perf_history.md, v9).
+  p.folded_norms = folds_norms(n);
+  p.residual = p.folded_norms ? ResidualAt::InGemv : ResidualAt::NextNorm;
+  // A GEMV that reads int8 x gets it from the norm before it, or from a rounding pass of its own.
+  p.qkv_in = {rounding_for(w.wq, n), half_copy_for(w.wq, n)};
+  // A decode batch's q, k and v from one GEMM of the stacked matrix, where only the attention (which
+  // takes rows of all three) reads them: no biases, no q/k norm.
+  p.stacked_qkv = shape.decode_only && !gemv_serves(n) && w.wqkv.data && !w.bq && !config_.qk_norm;
+  p.rope = p.stacked_qkv ? RopeAt::InAttentionStackedRows
+           : shape.decode_only ? RopeAt::InAttention
+                               : RopeAt::OwnKernel;
+  // o's 16-bit copy comes from the decode attention alone; so does its int8 copy where heads hold whole
+  // blocks of 32 (else a rounding pass makes it).
+  const bool attention_decodes = p.rope != RopeAt::OwnKernel;
+  p.o_in = {rounding_for(w.wo, n), attention_decodes ? half_copy_for(w.wo, n) : HalfCopy{}};
+  p.attention_rounds = p.o_in.rounded.codes && attention_decodes && config_.head_dim % 32 == 0;
+  p.gate_up_in = {rounding_for(w.w_gate, n), half_copy_for(w.w_gate, n)};
+  p.down_in = {rounding_for(w.w_down, n), half_copy_for(w.w_down, n)};
+  // The stacked gate/up GEMM where down multiplies SwiGLU's 16-bit copy alone.
+  p.ffn = gemv_serves(n) && same_type(w.w_gate, w.w_up) ? FfnAt::GemvSwiglu
+          : w.w_gate_up.data && p.down_in.half.data    ? FfnAt::StackedGemm
+                                                       : FfnAt::Separate;
+  return p;
+}
+
+const StepPlan& GpuForward::step_plan(const StepShape& shape) {
+  constexpr std::size_t kMostPlans = 1024;  // prefill chunks make many shapes; decode makes few
+  if (plans_.size() >= kMostPlans) plans_.clear();
+  auto [found, added] = plans_.try_emplace(shape);
+  if (added) found->second = plan_step(shape);
+  return found->second;
 }
 
 void GpuForward::launch_step(const StepShape& shape) {
@@ -303,11 +360,10 @@ void GpuForward::launch_step(const StepShape& shape) {
   const int n = shape.n_tokens;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-  const AttentionBatch batch = attention_batch(shape);
-  const AttentionPlan plan = attention_plan(batch);
-  clear_attention_workspace(plan, batch, heads, attention_workspace_.data(), stream_.get());
-  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, stream_.get(), sampler_.device_tokens());
-  // Each layer's last residual add is fused into the next norm, or made by the GEMV itself.
+  const StepPlan& plan = step_plan(shape);
+  clear_attention_workspace(plan.attention, attention_batch(shape), heads, attention_workspace_.data(), ctx_);
+  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, ctx_, sampler_.device_tokens());
+  // Each layer's last residual add is made by the next norm, or by the GEMV itself.
   const float* residual = nullptr;
   for (int l = 0; l < c.n_layers; ++l) residual = launch_layer(l, shape, plan, residual);
   if (shape.n_logits == 0) return;
@@ -315,104 +371,93 @@ void GpuForward::launch_step(const StepShape& shape) {
   // (an embedding lookup is a row gather of any matrix) and round the gathered rows, which gives
   // each row the bits the norm's rounding gives it.
   const bool every_token = shape.n_logits == n;
-  const QuantizedActivations rounded = rounding_for(weights_.output, shape.n_logits);
-  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, stream_.get(),
+  const QuantizedActivations rounded = plan.output_in.rounded;
+  launch_rms_norm(a.x, residual, weights_.output_norm, n, c.hidden_size, eps, a.normed, ctx_,
                   every_token ? rounded : QuantizedActivations{});
   const float* logit_input = a.normed;
   if (!every_token) {
     const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n), static_cast<std::size_t>(c.hidden_size), a.normed};
-    launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, stream_.get());
+    launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, ctx_);
     logit_input = a.logit_in;
-    if (rounded.codes) launch_quantize_activations(logit_input, shape.n_logits, c.hidden_size, rounded, stream_.get());
+    if (rounded.codes) launch_quantize_activations(logit_input, shape.n_logits, c.hidden_size, rounded, ctx_);
   }
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
 }
 
-const float* GpuForward::launch_layer(int layer, const StepShape& shape, const AttentionPlan& plan,
-                                          const float* residual) {
+const float* GpuForward::launch_layer(int layer, const StepShape& shape, const StepPlan& step, const float* residual) {
   const auto& c = config_;
   const GpuLayer& w = weights_.layers[layer];
+  const LayerPlan& p = step.layers[layer];
   const Activations& a = activations_;
   const int n = shape.n_tokens;
   const float eps = static_cast<float>(c.rms_norm_eps);
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-  gpuStream_t stream = stream_.get();
-  // One token's norms go into the GEMVs after them (their launches cost 5.7 us a layer: Llama 3 8B bf16,
-  // H100, measured by leaving them out; folded, they add 1 us to each GEMV), and x takes o's and down's
-  // outputs from those GEMVs.
-  const bool fold = folds_norms(n);
+  const DeviceContext& ctx = ctx_;
+  const bool fold = p.folded_norms, add_in_gemv = p.residual == ResidualAt::InGemv;
   require(!fold || !residual, "launch_layer", "a folded norm reads x as it is");
+  float* const o_out = add_in_gemv ? a.x : a.proj;
 
-  // A GEMV that reads int8 x gets it from the norm before it, or from a rounding pass of its own.
-  QuantizedActivations rounded = rounding_for(w.wq, n);
-  HalfCopy half = half_copy_for(w.wq, n);
-  if (!fold) launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, stream, rounded, half);
-  const GemvInput attn_input = fold ? GemvInput{a.x, RmsNormOf{w.attn_norm, eps}} : GemvInput{a.normed, rounded, half};
-  // A decode batch's q, k and v come from one GEMM of the stacked matrix when only the attention, which
-  // takes rows of all three, reads them (no biases, no q/k norm): three GEMMs of one x cost 40% more
-  // (32 sequences, Llama 3 8B bf16, H100: 32.2 against 23.0 us).
-  const bool stacked_qkv = shape.decode_only && !gemv_serves(n) && w.wqkv.data && !w.bq && !c.qk_norm;
-  if (stacked_qkv) {
-    project(w.wqkv, {a.normed, {}, half}, n, a.q);
+  if (!fold) launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, ctx, p.qkv_in.rounded, p.qkv_in.half);
+  if (p.stacked_qkv) {
+    project(w.wqkv, {a.normed, {}, p.qkv_in.half}, n, a.q);
   } else {
     const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
-    project(qkv, attn_input, n);
+    project(qkv, fold ? GemvInput{a.x, RmsNormOf{w.attn_norm, eps}} : GemvInput{a.normed, p.qkv_in.rounded, p.qkv_in.half}, n);
   }
-  if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), stream);
-  if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), stream);
-  if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), stream);
-  if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, stream);
+  if (w.bq) launch_add_bias(a.q, w.bq, n, c.q_dim(), ctx);
+  if (w.bk) launch_add_bias(a.k, w.bk, n, c.kv_dim(), ctx);
+  if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), ctx);
+  if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, ctx);
   const KvCacheLayer cache = cache_layer(layer);
   DecodeRope fused_rope;
-  if (stacked_qkv) {
-    const int row = c.q_dim() + 2 * c.kv_dim();
-    fused_rope = {a.q + c.q_dim(), a.q + c.q_dim() + c.kv_dim(), inputs_.slots, weights_.inv_freq, c.rope_layout, row};
-  } else if (shape.decode_only) {
-    fused_rope = {a.k, a.v, inputs_.slots, weights_.inv_freq, c.rope_layout};
-  } else {
-    launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq, c.rope_layout,
-                          cache, stream);
+  switch (p.rope) {
+    case RopeAt::InAttentionStackedRows:
+      fused_rope = {a.q + c.q_dim(), a.q + c.q_dim() + c.kv_dim(), inputs_.slots, weights_.inv_freq, c.rope_layout,
+                    c.q_dim() + 2 * c.kv_dim()};
+      break;
+    case RopeAt::InAttention: fused_rope = {a.k, a.v, inputs_.slots, weights_.inv_freq, c.rope_layout}; break;
+    case RopeAt::OwnKernel:
+      launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq,
+                            c.rope_layout, cache, ctx);
+      break;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  half = fused_rope.k ? half_copy_for(w.wo, n) : HalfCopy{};
-  // A decode step's attention also rounds its output for o's GEMV, in place of a rounding pass.
-  rounded = rounding_for(w.wo, n);
-  const bool attention_rounds = rounded.codes && fused_rope.k && c.head_dim % 32 == 0;
-  launch_attention_planned(plan, a.q, cache, attention_batch(shape), heads, scale, a.attn, attention_workspace_.data(),
-                           stream, fused_rope, half, attention_rounds ? rounded : QuantizedActivations{});
-  if (rounded.codes && !attention_rounds) launch_quantize_activations(a.attn, n, c.q_dim(), rounded, stream);
-  GemvInput o_input{a.attn, rounded, half};
-  o_input.after_wide_attention = plan.decode_wide;
-  project(w.wo, o_input, n, fold ? a.x : a.proj, fold);
-  rounded = rounding_for(w.w_gate, n);
-  half = half_copy_for(w.w_gate, n);
-  if (!fold) launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, stream, rounded, half);
-  const GemvInput ffn_input = fold ? GemvInput{a.x, RmsNormOf{w.ffn_norm, eps}} : GemvInput{a.normed, rounded, half};
-  // A GEMM of the stacked gate and up, where down multiplies SwiGLU's 16-bit copy alone (two GEMMs of one
-  // x cost a launch more: 32 sequences, Llama 3 8B bf16, H100: 90.5 against 88.2 us).
-  const HalfCopy down_half = half_copy_for(w.w_down, n);
+  launch_attention_planned(step.attention, a.q, cache, attention_batch(shape), heads, scale, a.attn,
+                           attention_workspace_.data(), ctx, fused_rope, p.o_in.half,
+                           p.attention_rounds ? p.o_in.rounded : QuantizedActivations{});
+  if (p.o_in.rounded.codes && !p.attention_rounds) launch_quantize_activations(a.attn, n, c.q_dim(), p.o_in.rounded, ctx);
+  GemvInput o_input{a.attn, p.o_in.rounded, p.o_in.half};
+  o_input.after_wide_attention = step.attention.decode_wide;
+  project(w.wo, o_input, n, o_out, add_in_gemv);
+
+  const InputCopies& ffn_in = p.gate_up_in;
+  if (!fold) launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, ctx, ffn_in.rounded, ffn_in.half);
+  const GemvInput ffn_input = fold ? GemvInput{a.x, RmsNormOf{w.ffn_norm, eps}} : GemvInput{a.normed, ffn_in.rounded, ffn_in.half};
   const float* down_input = a.gate;  // null where SwiGLU writes only the copy
-  if (gemv_serves(n) && same_type(w.w_gate, w.w_up)) {
-    launch_gemv_swiglu(w.w_gate, w.w_up, ffn_input, n, a.gate, stream);
-  } else if (w.w_gate_up.data && down_half.data) {
-    project(w.w_gate_up, {a.normed, {}, half}, n, a.gate);
-    launch_swiglu_stacked(a.gate, n, c.intermediate_size, down_half, stream);
-    down_input = nullptr;
-  } else {
-    const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
-    project(gate_up, ffn_input, n);
-    launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, stream, down_half);
+  switch (p.ffn) {
+    case FfnAt::GemvSwiglu: launch_gemv_swiglu(w.w_gate, w.w_up, ffn_input, n, a.gate, ctx); break;
+    case FfnAt::StackedGemm:
+      project(w.w_gate_up, {a.normed, {}, ffn_in.half}, n, a.gate);
+      launch_swiglu_stacked(a.gate, n, c.intermediate_size, p.down_in.half, ctx);
+      down_input = nullptr;
+      break;
+    case FfnAt::Separate: {
+      const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
+      project(gate_up, ffn_input, n);
+      launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, ctx, p.down_in.half);
+      break;
+    }
   }
-  rounded = rounding_for(w.w_down, n);
-  if (rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, rounded, stream);
-  project(w.w_down, {down_input, rounded, down_half}, n, fold ? a.x : a.proj, fold);
-  return fold ? nullptr : a.proj;
+  if (p.down_in.rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, p.down_in.rounded, ctx);
+  project(w.w_down, {down_input, p.down_in.rounded, p.down_in.half}, n, o_out, add_in_gemv);
+  return add_in_gemv ? nullptr : a.proj;
 }
 
 DeviceCeilings GpuForward::measure_ceilings() {
-  DeviceCeilings ceilings{device_name_, measure_read_bandwidth(stream_.get()), measure_matmul_flops(*gemm_, stream_.get())};
+  const ContextScope scope(ctx_);
+  DeviceCeilings ceilings{device_name_, measure_read_bandwidth(ctx_), measure_matmul_flops(ctx_)};
   // The matmul probe grew GemmContext's scratch, whose old address the graphs hold.
-  stream_.synchronize();
+  ctx_.synchronize();
   graphs_.clear();
   return ceilings;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The Llama-family decoder on the GPU (host code; the kernels are ops.h's), step for step the CPU
+// The Llama-family decoder on the GPU (host code; the kernels are backend/gpu's), step for step the CPU
 // decoder's (backend/cpu/llama_forward.cpp): weights copied to the device once in their stored
 // types, the paged KV cache in f16 allocated up front, activations for max_batch_tokens tokens
 // (longer batches run in chunks of that many, in order, so later tokens see earlier ones' keys).
@@ -15,19 +15,24 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/gpu/attention_kernels.h"
-#include "backend/gpu/device_buffer.h"
-#include "backend/gpu/device_sampler.h"
-#include "models/llama/gpu_weights.h"
-#include "backend/gpu/graph.h"
-#include "backend/gpu/host_staging.h"
-#include "backend/gpu/ops.h"
+#include "backend/gpu/attention/attention.h"
+#include "backend/gpu/attention/kv_cache.h"
+#include "backend/gpu/gemm/gemm.h"
+#include "backend/gpu/gemm/gemv.h"
+#include "backend/gpu/quant/activation_copies.h"
+#include "backend/gpu/runtime/device_buffer.h"
+#include "backend/gpu/runtime/graph.h"
+#include "backend/gpu/runtime/host_staging.h"
+#include "backend/gpu/sampling/device_sampler.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
+#include "models/llama/gpu_step_plan.h"
+#include "models/llama/gpu_weights.h"
 
 namespace rf::llama {
 
 struct GpuForwardOptions {
+  int device = 0;  // the runtime's index of the GPU to run on
   int block_size = 16;
   int kv_blocks = 0;
   int max_batch_tokens = 512;
@@ -90,9 +95,13 @@ class GpuForward : public ForwardPass {
   // Drops the graphs when a step of this shape may grow GemmContext's operand copies (see below).
   void drop_graphs_if_gemm_grows(const StepShape& shape);
   gpu::AttentionBatch attention_batch(const StepShape& shape) const;
+  // The step's plan (gpu_step_plan.h), made the first time its shape comes.
+  const StepPlan& step_plan(const StepShape& shape);
+  StepPlan plan_step(const StepShape& shape) const;
+  LayerPlan plan_layer(const GpuLayer& w, const StepShape& shape) const;
   void launch_step(const StepShape& shape);
   // Returns the residual the next norm adds to x: the layer's last output, or null where it added it.
-  const float* launch_layer(int layer, const StepShape& shape, const gpu::AttentionPlan& plan, const float* residual);
+  const float* launch_layer(int layer, const StepShape& shape, const StepPlan& step, const float* residual);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
@@ -118,8 +127,9 @@ class GpuForward : public ForwardPass {
   const ModelConfig& config_;
   GpuForwardOptions options_;
   std::string device_name_;
-  gpu::Stream stream_;
-  std::unique_ptr<gpu::GemmContext> gemm_;
+  // First of the device's members: made first (it makes its device current for the buffers below) and
+  // gone last.
+  gpu::DeviceContext ctx_;
   GpuWeights weights_;
   gpu::DeviceBuffer<std::uint16_t> kv_cache_;  // per layer: keys, then values
   gpu::DeviceBuffer<float> activation_storage_;
@@ -139,6 +149,7 @@ class GpuForward : public ForwardPass {
   int most_tokens_ = 0;
   // Every layer's q, k, v, gate and up hold 16- or 32-bit floats (folds_norms).
   bool norms_foldable_ = false;
+  std::map<StepShape, StepPlan> plans_;
   // A decode shape's first step runs eagerly; the second captures it.
   std::map<StepShape, std::optional<gpu::CapturedGraph>> graphs_;
 };

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/gpu/device_layout.h"
+#include "backend/gpu/quant/device_layout.h"
 
 namespace rf::llama {
 

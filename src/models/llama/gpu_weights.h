@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "backend/gpu/device_buffer.h"
+#include "backend/gpu/runtime/device_buffer.h"
 #include "model/checkpoint.h"
 
 namespace rf::llama {

@@ -1,4 +1,4 @@
-#include "gpu_test.h"
+#include "backend/gpu/gpu_test.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "backend/cpu/quant.h"
-#include "backend/gpu/device_layout.h"
-#include "backend/gpu/gpu_device.h"
+#include "backend/gpu/quant/device_layout.h"
+#include "backend/gpu/runtime/devices.h"
 
 namespace rf::gpu::test {
 
@@ -32,7 +32,7 @@ void GpuTest::SetUp() {
   std::printf("[   seed   ] RF_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
   RecordProperty("seed", std::to_string(seed));
   rng_.seed(seed);
-  stream_.emplace();
+  ctx_.emplace(0);
 }
 
 std::vector<float> GpuTest::random_floats(std::size_t n, float lo, float hi) {

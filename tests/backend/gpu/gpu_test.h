@@ -9,8 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/gpu/device_buffer.h"
-#include "backend/gpu/ops.h"
+#include "backend/gpu/runtime/device_buffer.h"
+#include "backend/gpu/runtime/device_context.h"
+#include "backend/gpu/quant/activation_copies.h"
 #include "formats/dtype.h"
 #include "model/batch.h"
 
@@ -26,12 +27,13 @@ class GpuTest : public ::testing::Test {
   // 256 random rows encoded once and repeated, since quantizing millions of weights takes long.
   std::vector<std::uint8_t> tiled_matrix(DType type, std::size_t rows, std::size_t cols);
   int random_int(int lo, int hi);  // in [lo, hi]
-  gpuStream_t stream() { return stream_->get(); }
-  void synchronize() { stream_->synchronize(); }
+  // Device 0's context, made for each test.
+  DeviceContext& ctx() { return *ctx_; }
+  void synchronize() { ctx_->synchronize(); }
 
  private:
   std::mt19937_64 rng_;
-  std::optional<Stream> stream_;
+  std::optional<DeviceContext> ctx_;
 };
 
 // A decode step for the LlamaForwardGpu tests: sequence s (for s in `active`) brings tokens[s] at
@@ -57,7 +59,7 @@ struct EncodedRows {
 };
 EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols);
 
-// Values rounded to int8 as QuantizedActivations (backend/gpu/ops.h) describes: codes, each block
+// Values rounded to int8 as QuantizedActivations (backend/gpu/quant/activation_copies.h) describes: codes, each block
 // of 32's scale and code sum, and what the codes stand for (scale * code). round_to_int8 is the
 // host reference of the GPU's rounding; RoundedBuffer holds the GPU's.
 struct RoundedValues {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/gpu/vendor.h"
+#include "backend/gpu/runtime/device_context.h"
 
 namespace rf::gpu::test {
 
@@ -19,9 +19,9 @@ class EventTimer {
     (void)gpuEventDestroy(start_);
     (void)gpuEventDestroy(stop_);
   }
-  void start(gpuStream_t stream) { RF_GPU_CHECK(gpuEventRecord(start_, stream)); }
-  float stop_ms(gpuStream_t stream) {
-    RF_GPU_CHECK(gpuEventRecord(stop_, stream));
+  void start(const DeviceContext& ctx) { RF_GPU_CHECK(gpuEventRecord(start_, ctx.stream())); }
+  float stop_ms(const DeviceContext& ctx) {
+    RF_GPU_CHECK(gpuEventRecord(stop_, ctx.stream()));
     RF_GPU_CHECK(gpuEventSynchronize(stop_));
     float ms = 0.0f;
     RF_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
@@ -40,14 +40,14 @@ inline float median(std::vector<float> v) {
 // Median milliseconds of one launch(): after 2 warm-up calls, `batches` batches of `per_batch` calls
 // back to back between two events (so launch latency hides behind the previous call).
 template <class Launch>
-float median_ms(gpuStream_t stream, int batches, int per_batch, Launch launch) {
+float median_ms(const DeviceContext& ctx, int batches, int per_batch, Launch launch) {
   EventTimer timer;
   for (int i = 0; i < 2; ++i) launch();
   std::vector<float> ms;
   for (int b = 0; b < batches; ++b) {
-    timer.start(stream);
+    timer.start(ctx);
     for (int i = 0; i < per_batch; ++i) launch();
-    ms.push_back(timer.stop_ms(stream) / per_batch);
+    ms.push_back(timer.stop_ms(ctx) / per_batch);
   }
   return median(ms);
 }

@@ -1,0 +1,16 @@
+#pragma once
+// The embedding lookup (embedding.cu). Device pointers; asynchronous on the context's ctx.
+#include <cstdint>
+
+#include "backend/gpu/runtime/device_context.h"
+#include "formats/weight_matrix.h"
+
+namespace rf::gpu {
+
+// out[t] = row tokens[t] of `table`, decoded to fp32 (any stored type). Token ids are the caller's
+// to check, on the host, as the CPU backend does. With `previous`, a token previous_token(r)
+// (model/batch.h) is previous[r]: a token sampled on the device and not yet seen by the host.
+void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
+                      const DeviceContext& ctx, const std::int32_t* previous = nullptr);
+
+}  // namespace rf::gpu

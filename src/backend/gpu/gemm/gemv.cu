@@ -1,0 +1,492 @@
+// Decode GEMV, y = W x for a few vectors, W in any stored type decoded in registers; several products
+// of the same x in one launch (a layer's q, k and v), or the FFN's gate and up with SwiGLU fused. A
+// single token's product may also apply the RMSNorm of its input (RmsNormOf) or add itself into y.
+//
+// Decode is a ctx of weight bytes, so the kernel is built to keep many loads in flight: a block
+// of kThreads threads owns a few rows (of each matrix it multiplies), and each thread walks
+// the columns a slice (16 bytes of weights) at a time, loading that slice of all its rows before
+// using any. x is read once per slice and serves every row; it comes from L1, not shared memory,
+// so blocks need no barrier until their final reduction.
+//
+// Q8_0 and Q4_0 weights multiply x's int8 copy instead where the caller made one (kIntegerDot): a
+// block's quants go straight into dp4a with x's codes, with no decode to fp32, and x's reads from L1
+// shrink fourfold.
+//
+// A block multiplies its rows' slices with up to kTokens vectors (a batch's tokens), and each token's
+// sums are formed in the same order whatever kTokens is, so a token's output bits never depend on the
+// tokens beside it: batching leaves every answer as it is alone.
+#include <algorithm>
+#include <span>
+#include <type_traits>
+
+#include "backend/gpu/elementwise/activation.cuh"
+#include "backend/gpu/quant/dequantize.cuh"
+#include "backend/gpu/common/constant_dispatch.h"
+#include "backend/gpu/common/dependent_launch.cuh"
+#include "backend/gpu/runtime/launch_check.h"
+#include "backend/gpu/quant/activation_copies.h"
+#include "backend/gpu/norm/norm.h"
+#include "backend/gpu/gemm/gemv.h"
+
+namespace rf::gpu {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kMaxSegments = 3;
+constexpr int kUnroll = 2;  // loop iterations whose loads are in flight at once per thread
+
+// Rows per block. A thread of a 4096-column row has 4 slices of 16 bytes to load per row in a 16-bit
+// type (8 columns a slice) but 1 in Q4_0 (32 columns), so Q4_0 takes 8 rows (alone, not with gate and
+// up, where 16 would need 168 registers): llama3-8b q4_0 decode went from 237 to 266 tok/s on an
+// H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us), and so
+// did Q4_0's 14336-column down projection with 4 (24.3 -> 28.3 us).
+// With several tokens, the sums take the registers: 4 rows (2 with gate and up). The integer path for
+// one token picks its own (launch_products), measured on an H100 at 8/4/2/1 rows: Q4_0 gate/up shape
+// 13.9/12.7/12.4/18.5 us, down 18.2/16.0/16.0/13.4; Q8_0 24.8/24.2/23.5/21.8 and 29.3/25.7/25.7/23.5.
+template <class D, int kMats, int kTokens>
+inline constexpr int kRowsPerBlock =
+    kTokens > 1 ? 4 / kMats : (std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4);
+
+// Tokens per block: a launch for n tokens takes the fewest of these that holds them, and blocks of
+// kMaxTokens for more.
+constexpr int kMaxTokens = 8;
+
+// Rows [0, rows) of one product go to the blocks from first_block on, kRowsPerBlock rows each; token
+// t's output is y[t * rows, +rows). With two matrices (gate, up), each output is
+// swiglu(w[0] row . x, w[1] row . x).
+struct Segment {
+  const std::uint8_t* w[2];
+  float* y;
+  int rows;
+  int first_block;
+};
+
+struct GemvArgs {
+  Segment segments[kMaxSegments];
+  int n_segments;
+  std::size_t row_bytes;
+  int cols;
+  int slices;  // per row, decoded by D::decode; plain types read columns past them by D::value
+  const float* x;  // token t's vector at x + t * cols
+  QuantizedActivations rounded;  // the integer path's x
+  RmsNormOf norm;                // folded into the product where it has a weight (one token)
+  bool accumulate;               // y += W x
+  int n_tokens;
+};
+
+template <int kLength>
+__device__ __forceinline__ void load_x(const float* x, float (&out)[kLength]) {
+  static_assert(kLength % 4 == 0);
+  const auto* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll
+  for (int j = 0; j < kLength / 4; ++j) {
+    const float4 v = x4[j];
+    out[4 * j] = v.x, out[4 * j + 1] = v.y, out[4 * j + 2] = v.z, out[4 * j + 3] = v.w;
+  }
+}
+
+// f(m, r) for each row r of each matrix m of a block, unrolled: a slice's loads of all its rows are
+// issued before any is used.
+template <int kMats, int kRows, class F>
+__device__ __forceinline__ void for_each_row(F&& f) {
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) f(m, r);
+  }
+}
+
+// Adds each row's slices times each token's x to acc, decoding the weights to fp32. With kNorm (one
+// token), x is multiplied by the norm's weight as it is read, and sum_sq gathers x's squares: a block
+// meets every column once.
+template <class D, int kMats, int kRows, int kTokens, bool kNorm>
+__device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
+                                                   const float* const (&x)[kTokens], float (&acc)[kMats][kRows][kTokens],
+                                                   float& sum_sq) {
+  static_assert(!kNorm || kTokens == 1);
+  const int row_blocks = args.cols / D::kBlockElems;
+#pragma unroll kUnroll
+  for (int s = threadIdx.x; s < args.slices; s += kThreads) {
+    typename D::Slice slice[kMats][kRows];
+    for_each_row<kMats, kRows>([&](int m, int r) { D::decode(rows[m][r], row_blocks, s, slice[m][r]); });
+#pragma unroll
+    for (int run = 0; run < D::kRuns; ++run) {
+#pragma unroll
+      for (int k = 0; k < kTokens; ++k) {
+        float xs[D::kRunLength];
+        load_x(x[k] + slice[0][0].column[run], xs);  // a run's columns are the same in every row
+        if constexpr (kNorm) {
+          float weight[D::kRunLength];
+          load_x(args.norm.weight + slice[0][0].column[run], weight);
+#pragma unroll
+          for (int i = 0; i < D::kRunLength; ++i) sum_sq += xs[i] * xs[i], xs[i] *= weight[i];
+        }
+        float x_sum = 0.0f;
+        if constexpr (D::kHasBias) {
+#pragma unroll
+          for (int i = 0; i < D::kRunLength; ++i) x_sum += xs[i];
+        }
+#pragma unroll
+        for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < D::kRunLength; ++i) dot += slice[m][r].q[run][i] * xs[i];
+            acc[m][r][k] += slice[m][r].scale[run] * dot;
+            if constexpr (D::kHasBias) acc[m][r][k] += slice[m][r].bias[run] * x_sum;
+          }
+        }
+      }
+    }
+  }
+  if constexpr (D::kPlain) {
+    for (int c = args.slices * D::kRunLength + threadIdx.x; c < args.cols; c += kThreads) {
+      float xs[kTokens];
+#pragma unroll
+      for (int k = 0; k < kTokens; ++k) xs[k] = x[k][c];
+      if constexpr (kNorm) sum_sq += xs[0] * xs[0], xs[0] *= args.norm.weight[c];
+#pragma unroll
+      for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const float w = D::value(rows[m][r], c);
+#pragma unroll
+          for (int k = 0; k < kTokens; ++k) acc[m][r][k] += w * xs[k];
+        }
+      }
+    }
+  }
+}
+
+// Adds one block of 32 columns of each row to acc, from the rows' quants (codes) and each token's x codes:
+// an integer dot product scaled by the weights' and x's block scales.
+template <class D, int kMats, int kRows, int kTokens>
+__device__ __forceinline__ void add_integer_block(const GemvArgs& args, const typename D::Codes (&codes)[kMats][kRows],
+                                                  const int (&tokens)[kTokens], int block,
+                                                  float (&acc)[kMats][kRows][kTokens]) {
+  static_assert(D::kBlockElems == 32, "a weight block spans one block of x's codes");
+  const int row_blocks = args.cols / D::kBlockElems;
+#pragma unroll
+  for (int k = 0; k < kTokens; ++k) {
+    const std::size_t at = static_cast<std::size_t>(tokens[k]) * row_blocks + block;
+    const auto* words = reinterpret_cast<const int4*>(args.rounded.codes + 32 * at);
+    int x_codes[8];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int4 w = words[j];
+      x_codes[4 * j] = w.x, x_codes[4 * j + 1] = w.y, x_codes[4 * j + 2] = w.z, x_codes[4 * j + 3] = w.w;
+    }
+    const float x_scale = args.rounded.scales[at];
+    const int x_sum = D::kUsesCodeSum ? args.rounded.code_sums[at] : 0;
+#pragma unroll
+    for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        acc[m][r][k] += codes[m][r].scale * x_scale * static_cast<float>(D::dot(codes[m][r], x_codes, x_sum));
+      }
+    }
+  }
+}
+
+// The same sums over a whole row, a thread taking blocks threadIdx.x, + kThreads, ...
+template <class D, int kMats, int kRows, int kTokens>
+__device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
+                                                   const int (&tokens)[kTokens], float (&acc)[kMats][kRows][kTokens]) {
+  const int row_blocks = args.cols / D::kBlockElems;
+#pragma unroll kUnroll
+  for (int block = threadIdx.x; block < row_blocks; block += kThreads) {
+    typename D::Codes codes[kMats][kRows];
+    for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
+    add_integer_block<D>(args, codes, tokens, block, acc);
+  }
+}
+
+// kPreload (the integer path, one token, rows of at most kBlockThreads blocks): a thread's one block of
+// each row loads before the wait for the kernel before. The kernels before these GEMVs (a norm, the
+// decode attention, a rounding pass) leave most SMs idle, and no kernel writes weights, so the blocks
+// that find room ctx their rows while that kernel ends (llama3-8b on an H100: q4_0 decode +1.7%, q8_0
+// +1.6%). Rows of more blocks than kThreads take a block of about as many threads (wide_preload_threads).
+template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm, bool kPreload,
+          int kBlockThreads = kThreads>
+__global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args) {
+  static_assert(kPreload || kBlockThreads == kThreads, "the row loops stride by kThreads");
+  // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
+  // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
+  // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
+  int row_block = static_cast<int>(blockIdx.x), token0 = 0;
+  if constexpr (kTokens > 1) {
+    const int groups = (args.n_tokens + kTokens - 1) / kTokens;
+    token0 = row_block % groups * kTokens;
+    row_block /= groups;
+  }
+  // The block's segment, by constant indices only: a computed index would copy args to local memory.
+  Segment seg = args.segments[0];
+#pragma unroll
+  for (int i = 1; i < kMaxSegments; ++i) {
+    if (i < args.n_segments && row_block >= args.segments[i].first_block) seg = args.segments[i];
+  }
+  const int row0 = (row_block - seg.first_block) * kRows;
+  // A block's spare rows (and tokens) past the end re-read the last one; their sums are dropped.
+  const std::uint8_t* rows[kMats][kRows];
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) rows[m][r] = seg.w[m] + static_cast<std::size_t>(min(row0 + r, seg.rows - 1)) * args.row_bytes;
+  }
+  int tokens[kTokens];
+  const float* x[kTokens];
+#pragma unroll
+  for (int k = 0; k < kTokens; ++k) {
+    tokens[k] = kTokens == 1 ? 0 : min(token0 + k, args.n_tokens - 1);
+    x[k] = args.x + static_cast<std::size_t>(tokens[k]) * args.cols;
+  }
+  // What a single token's y holds, where the product adds to it (thread r writes row r): loaded right
+  // after the wait, before the weights, so that its latency hides behind theirs rather than ending the
+  // block (Q4_0 down with a row a block: 15.4 -> 14.0 us). A folded norm's products never add to y.
+  auto load_before = [&] {
+    float before = 0.0f;
+    if constexpr (kTokens == 1 && kMats == 1 && !kNorm) {
+      const int r = static_cast<int>(threadIdx.x);
+      if (args.accumulate && r < kRows && row0 + r < seg.rows) before = seg.y[row0 + r];
+    }
+    return before;
+  };
+  float before = 0.0f;
+  float acc[kMats][kRows][kTokens] = {};
+  float sum_sq = 0.0f;
+  if constexpr (kPreload) {
+    static_assert(kInteger && kTokens == 1);
+    const int block = static_cast<int>(threadIdx.x), row_blocks = args.cols / D::kBlockElems;
+    const bool has_block = block < row_blocks;
+    typename D::Codes codes[kMats][kRows];
+    if (has_block) {
+      for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
+    }
+    begin_dependent();
+    before = load_before();
+    if (has_block) add_integer_block<D>(args, codes, tokens, block, acc);
+  } else {
+    begin_dependent();
+    before = load_before();
+    if constexpr (kInteger) {
+      accumulate_integer<D>(args, rows, tokens, acc);
+    } else {
+      accumulate_decoded<D, kMats, kRows, kTokens, kNorm>(args, rows, x, acc, sum_sq);
+    }
+  }
+
+  // Sums within each warp, then across the block's warps through shared memory.
+  constexpr int kWarps = kBlockThreads / RF_WARP_SIZE;
+  static_assert(kRows * kTokens <= kBlockThreads);
+  __shared__ float partial[kWarps][kMats][kRows][kTokens];
+  __shared__ float partial_sq[kWarps];
+  const int lane = static_cast<int>(threadIdx.x) % RF_WARP_SIZE, warp = static_cast<int>(threadIdx.x) / RF_WARP_SIZE;
+  if constexpr (kNorm) {
+    for (int mask = RF_WARP_SIZE / 2; mask > 0; mask /= 2) sum_sq += shuffle_xor(sum_sq, mask);
+    if (lane == 0) partial_sq[warp] = sum_sq;
+  }
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int k = 0; k < kTokens; ++k) {
+        float v = acc[m][r][k];
+        for (int mask = RF_WARP_SIZE / 2; mask > 0; mask /= 2) v += shuffle_xor(v, mask);
+        if (lane == 0) partial[warp][m][r][k] = v;
+      }
+    }
+  }
+  __syncthreads();
+  // Thread r + kRows * k writes row r of token k.
+  const int r = static_cast<int>(threadIdx.x) % kRows, k = static_cast<int>(threadIdx.x) / kRows;
+  if (k >= kTokens || row0 + r >= seg.rows || token0 + k >= args.n_tokens) return;
+  // The folded norm's 1 / rms(x), as launch_rms_norm computes it.
+  float scale = 1.0f;
+  if constexpr (kNorm) {
+    float total = 0.0f;
+    for (int w = 0; w < kWarps; ++w) total += partial_sq[w];
+    scale = 1.0f / sqrtf(total / static_cast<float>(args.cols) + args.norm.eps);
+  }
+  float sums[kMats];
+#pragma unroll
+  for (int m = 0; m < kMats; ++m) {
+    sums[m] = 0.0f;
+    for (int w = 0; w < kWarps; ++w) sums[m] += partial[w][m][r][k];
+    sums[m] *= scale;
+  }
+  float* y = seg.y + static_cast<std::size_t>(token0 + k) * seg.rows + row0 + r;
+  if constexpr (kMats == 2) {
+    *y = swiglu(sums[0], sums[1]);
+  } else {
+    *y = args.accumulate ? (kTokens == 1 && !kNorm ? before : *y) + sums[0] : sums[0];
+  }
+}
+
+// Threads of a preloading block for rows of more than kThreads blocks: the row's block count rounded up
+// to whole 64-lane wavefronts, or 0 past kMostPreloadThreads; kWideRows rows a block. Llama 3 8B's down
+// projection (14336 columns: 448 blocks), walked by 128 threads, left half of them a block short of the
+// others in the last of 3.5 rounds, its loads after the wait. Wide, on an H100: q8_0 down 23.2 -> 21.8
+// us at a row a block; decode q8_0 313.1 -> 317.5 (a row) -> 318.5 tok/s (2 rows), q4_0 497.4 -> 480.6
+// (a row; down 13.9 -> 16.4 us) -> 510.0 (2 rows) -> 504.5 (4 rows).
+constexpr int kMostPreloadThreads = 512;
+constexpr int kWideRows = 2;
+int wide_preload_threads(int row_blocks) {
+  const int threads = (row_blocks + kMaxWarpSize - 1) / kMaxWarpSize * kMaxWarpSize;
+  return threads > kThreads && threads <= kMostPreloadThreads ? threads : 0;
+}
+
+// One output vector: its matrix (two, gate and up, for the SwiGLU launch).
+struct Product {
+  const WeightMatrix* w[2];
+  float* y;
+};
+
+// Calls f(std::integral_constant<int, kTokens>{}) for the fewest tokens per block that serve n.
+template <class F>
+void with_tokens_per_block(int n_tokens, F&& f) {
+  if (n_tokens == 1) return f(std::integral_constant<int, 1>{});
+  if (n_tokens == 2) return f(std::integral_constant<int, 2>{});
+  if (n_tokens <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, kMaxTokens>{});
+}
+
+// Checks the products against each other and x, and launches one kernel for all of them.
+template <int kMats>
+void launch_products(std::span<const Product> products, GemvInput x, int n_tokens, bool accumulate, const DeviceContext& ctx,
+                     const char* name) {
+  require(!products.empty() && products.size() <= kMaxSegments, name, "between 1 and 3 products per launch");
+  const WeightMatrix& first = *products[0].w[0];
+  require(first.rows > 0 && first.cols > 0 && first.cols <= (1u << 30), name, "weight shape is empty or too large");
+  require(n_tokens >= 0 && n_tokens <= (1 << 24), name, "bad token count");
+  const bool integer = x.rounded.codes && gemv_reads_rounded(first.dtype);
+  const bool norm = x.norm.weight != nullptr;
+  require(!norm || (n_tokens <= 1 && !integer), name, "a folded norm takes one token, and x in fp32");
+  require(!norm || is_aligned(x.norm.weight, 16), name, "the norm's weight must be 16-byte aligned");
+  require(integer ? is_aligned(x.rounded.codes, 16) : is_aligned(x.x, 16), name, "x must be 16-byte aligned");
+  require(n_tokens <= 1 || first.cols % 4 == 0, name, "each token's x must be 16-byte aligned: columns a multiple of 4");
+  if (n_tokens == 0) return;
+  GemvArgs args{};
+  args.n_segments = static_cast<int>(products.size());
+  args.row_bytes = row_bytes(first.dtype, first.cols);
+  args.cols = static_cast<int>(first.cols);
+  args.x = x.x;
+  args.rounded = x.rounded;
+  args.norm = x.norm;
+  args.accumulate = accumulate;
+  args.n_tokens = n_tokens;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    Segment& seg = args.segments[i];
+    for (int m = 0; m < kMats; ++m) {
+      const WeightMatrix& w = *products[i].w[m];
+      require(w.dtype == first.dtype && w.cols == first.cols, name, "products of one launch must share type and columns");
+      require(w.rows == products[i].w[0]->rows && w.rows > 0 && w.rows <= (1u << 30), name, "bad row count");
+      seg.w[m] = static_cast<const std::uint8_t*>(w.data);
+    }
+    seg.y = products[i].y;
+    seg.rows = static_cast<int>(products[i].w[0]->rows);
+  }
+  with_decoder(first.dtype, [&](auto decoder) {
+    using D = decltype(decoder);
+    args.slices = args.cols;
+    for (std::size_t i = 0; i < products.size(); ++i) {
+      for (int m = 0; m < kMats; ++m) args.slices = std::min(args.slices, decodable_slices<D>(args.segments[i].w[m], args.cols, name));
+    }
+    // One token's long rows through the integer path: a block as wide as a row has blocks (see
+    // wide_preload_threads), unless the sums must keep the order of several tokens' kernels.
+    const int row_blocks = args.cols / D::kBlockElems;
+    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order ? wide_preload_threads(row_blocks) : 0;
+    with_tokens_per_block(n_tokens, [&](auto tokens) {
+      constexpr int kTokens = decltype(tokens)::value;
+      auto launch = [&](auto rows_per_block, auto integer_dot) {
+        constexpr int kRows = decltype(rows_per_block)::value;
+        int blocks = 0;
+        for (int i = 0; i < args.n_segments; ++i) {
+          args.segments[i].first_block = blocks;
+          blocks += (args.segments[i].rows + kRows - 1) / kRows;
+        }
+        const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
+        require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
+        constexpr bool kInteger = decltype(integer_dot)::value;
+        if constexpr (kTokens == 1 && !kInteger) {
+          if (norm) {
+            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, true, false>,
+                                    static_cast<unsigned>(grid), kThreads, 0, ctx, args);
+          }
+        }
+        if constexpr (kTokens == 1 && kInteger) {
+          if (row_blocks <= kThreads) {
+            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>,
+                                    static_cast<unsigned>(grid), kThreads, 0, ctx, args);
+          }
+          if constexpr (kMats == 1 && kRows == kWideRows) {
+            if (wide_threads > 0) {
+              auto launch_wide = [&](auto threads) {
+                launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true, decltype(threads)::value>,
+                                 static_cast<unsigned>(grid), wide_threads, 0, ctx, args);
+              };
+              if (with_constant<192, 256, 320, 384, 448, kMostPreloadThreads>(wide_threads, launch_wide)) return;
+            }
+          }
+        }
+        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, false>, static_cast<unsigned>(grid),
+                         kThreads, 0, ctx, args);
+      };
+      if constexpr (D::kIntegerDot) {
+        if (integer && kTokens == 1) {
+          // Integer dot products leave a block little arithmetic, so more, smaller blocks keep more
+          // loads in flight: one row per block where that is 4 KiB or more, else two (four for short
+          // rows). But two rows of 4 KiB or more where a thread loads all its blocks of them before the
+          // wait (rows of at most kThreads blocks, and wide rows): twice the bytes in flight a block
+          // (q8_0 decode, H100: q/k/v 9.9 -> 9.5 us, o 7.0 -> 6.8, gate/up 40.7 -> 40.3; 318.2 -> 320.3 tok/s).
+          const std::size_t bytes = kMats * args.row_bytes;
+          if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
+          if (args.row_bytes >= 4096 && row_blocks <= kThreads) {
+            return launch(std::integral_constant<int, 2>{}, std::true_type{});
+          }
+          if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
+          // After the wide decode attention (one token of Llama 3 8B: 32 blocks that hold whole SMs), o's
+          // 2,048 blocks of Q4_0 rows (2,304 bytes) no longer fit one wave of the other SMs, and those left
+          // over load their rows only once the attention ends; 1,024 blocks of 4 rows fit (H100, q4_0
+          // decode 522.3 / 522.9 -> 530.3 / 529.2 tok/s). q/k/v at 4 rows lost (524.7 / 526.1 with o's),
+          // and Q8_0's o (4,352-byte rows, 2 a block) gained nothing (330.8 -> 330.1).
+          if (bytes >= 2048 && x.after_wide_attention) return launch(std::integral_constant<int, 4>{}, std::true_type{});
+          if (bytes >= 2048) return launch(std::integral_constant<int, 2>{}, std::true_type{});
+          return launch(std::integral_constant<int, 4>{}, std::true_type{});
+        }
+        if (integer) return launch(std::integral_constant<int, kRowsPerBlock<D, kMats, kTokens>>{}, std::true_type{});
+      }
+      launch(std::integral_constant<int, kRowsPerBlock<D, kMats, kTokens>>{}, std::false_type{});
+    });
+  });
+}
+
+}  // namespace
+
+bool gemv_reads_rounded(DType type) {
+  bool integer = false;
+  with_decoder(type, [&](auto decoder) { integer = decltype(decoder)::kIntegerDot; });
+  return integer;
+}
+
+void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, const DeviceContext& ctx, bool accumulate) {
+  const Product product{{&w, nullptr}, y};
+  launch_products<1>(std::span(&product, 1), x, n_tokens, accumulate, ctx, "launch_gemv");
+}
+
+void launch_gemv_group(std::span<const WeightProduct> group, GemvInput x, int n_tokens, const DeviceContext& ctx) {
+  Product products[kMaxSegments];
+  require(group.size() <= kMaxSegments, "launch_gemv_group", "at most 3 products per launch");
+  for (std::size_t i = 0; i < group.size(); ++i) products[i] = {{&group[i].w, nullptr}, group[i].out};
+  launch_products<1>(std::span(products, group.size()), x, n_tokens, false, ctx, "launch_gemv_group");
+}
+
+void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvInput x, int n_tokens, float* out,
+                        const DeviceContext& ctx) {
+  const Product product{{&gate, &up}, out};
+  launch_products<2>(std::span(&product, 1), x, n_tokens, false, ctx, "launch_gemv_swiglu");
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,21 @@
+#pragma once
+// RMSNorm, fused with the residual add before it, and Qwen3's per-head q/k norm (rms_norm.cu).
+#include "backend/gpu/attention/kv_cache.h"
+#include "backend/gpu/quant/activation_copies.h"
+#include "backend/gpu/runtime/device_context.h"
+
+namespace rf::gpu {
+
+// For each of `rows` rows of n values: x += residual (when residual is not null), then
+// out = x / rms(x) * weight: the residual update fused with the next norm. out may alias x. Where
+// `rounded` has codes, out is also rounded into it (launch_quantize_activations), and where `half` has
+// data, into that; both in the same pass where rows fit in registers.
+void launch_rms_norm(float* x, const float* residual, const float* weight, int rows, int n, float eps, float* out,
+                     const DeviceContext& ctx, QuantizedActivations rounded = {}, HalfCopy half = {});
+
+// Qwen3's q/k norm, in place: every head of q ([n_tokens, q_dim]) and k ([n_tokens, kv_dim]) is
+// rms-normalised over head_dim with the weight shared by all heads of q (q_weight) or k (k_weight).
+void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
+                    float eps, const DeviceContext& ctx);
+
+}  // namespace rf::gpu

@@ -1,0 +1,335 @@
+#pragma once
+// How each stored type decodes on the GPU: the device twin of backend/cpu/codecs.h. Every kernel
+// that reads weights (embedding lookup, GEMV, GEMM operand loads) decodes through these, in
+// registers: there is never a decoded copy of a weight.
+//
+// A row is cut into slices, each the part one thread decodes at a time. A slice is kRuns runs of
+// kRunLength consecutive columns (run r starts at column[r]) whose values are scale[r] * q, plus
+// bias[r] where the type has one (kHasBias).
+// Quantized types have kSlicesPerBlock slices per GGML block of kBlockElems columns. Plain types
+// (f32, f16, bf16) treat 16 bytes as a "block" of one slice, loaded at once; rows whose length is not
+// a whole number of such blocks are read element by element through value() instead.
+//
+// Q8_0 and Q4_0 also multiply int8 activations (QuantizedActivations, quant/activation_copies.h) by integer dot products
+// (kIntegerDot), a whole block at a time: load_codes() takes a block's quants as stored and its scale,
+// dot() their product with x's 32 codes of the same columns (x_sum: their sum, for Q4_0's offset).
+//
+// Layout: Q4_K and Q6_K rows are GGML's blocks as stored. Q8_0 and Q4_0 rows are split on upload
+// (device_layout.h): a row's quants first, 16-byte runs, then its block scales, so that a slice
+// is one 16-byte load. GGML's 18- and 34-byte blocks would allow 2-byte loads only.
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/block_formats.h"
+#include "backend/gpu/runtime/launch_check.h"
+#include "backend/gpu/runtime/vendor.h"
+#include "formats/dtype.h"
+
+namespace rf::gpu {
+
+// A block's quants as stored (kVectors of 16 bytes), and its scale: the integer path's decode.
+template <int kVectors>
+struct Codes {
+  uint4 q[kVectors];
+  float scale;
+};
+
+template <int kRuns, int kRunLength>
+struct Slice {
+  float q[kRuns][kRunLength];
+  float scale[kRuns];
+  float bias[kRuns];
+  int column[kRuns];
+};
+
+namespace detail {
+
+__device__ __forceinline__ uint4 load_16_bytes(const std::uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// Four bytes at a 2-byte-aligned address.
+__device__ __forceinline__ std::uint32_t load_4_bytes(const std::uint8_t* p) {
+  const auto* halves = reinterpret_cast<const std::uint16_t*>(p);
+  return halves[0] | static_cast<std::uint32_t>(halves[1]) << 16;
+}
+
+// Sixteen bytes at a 2-byte-aligned address: one load where it is 16-byte aligned (split rows
+// whose length is a multiple of 16 bytes, all of them in real models), else four.
+__device__ __forceinline__ uint4 load_16_bytes_any(const std::uint8_t* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) return load_16_bytes(p);
+  return {load_4_bytes(p), load_4_bytes(p + 4), load_4_bytes(p + 8), load_4_bytes(p + 12)};
+}
+
+__device__ __forceinline__ float load_half(const std::uint8_t* p) {
+  return half_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
+}
+
+__device__ __forceinline__ std::uint32_t byte_of(std::uint32_t word, int i) { return (word >> (8 * i)) & 0xFFu; }
+
+// float(v) - offset, exactly, for quant codes v < 2^23 and small integer offsets: v is planted in the
+// significand of 2^23 and 2^23 + offset subtracted. One OR and one FADD, where an int-to-float
+// conversion runs at a quarter of the FP32 rate.
+__device__ __forceinline__ float code_to_float(std::uint32_t v, float offset) {
+  return __uint_as_float(0x4B000000u | v) - (8388608.0f + offset);
+}
+
+// code_to_float for byte k of `word`: one byte permute plants it in 2^23's significand, so a byte
+// costs a PRMT and an FADD where a shift, a mask and an OR would come before the FADD.
+__device__ __forceinline__ float byte_to_float(std::uint32_t word, int k, float offset) {
+  return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | static_cast<unsigned>(k))) - (8388608.0f + offset);
+}
+
+template <class Block>
+__device__ __forceinline__ const Block& block_at(const std::uint8_t* row, int block) {
+  return reinterpret_cast<const Block*>(row)[block];
+}
+
+// Plain types: a 16-byte "block" of kRunLength elements; Bits::to_float converts one element's bits.
+template <class Elem, class Bits>
+struct PlainDecoder {
+  static constexpr bool kPlain = true;
+  static constexpr bool kHasBias = false;
+  static constexpr bool kIntegerDot = false;
+  static constexpr int kRuns = 1;
+  static constexpr int kRunLength = 16 / sizeof(Elem);
+  static constexpr int kBlockElems = kRunLength;
+  static constexpr int kSlicesPerBlock = 1;
+  static constexpr int kAlignment = 16;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const uint4 raw = load_16_bytes(row + 16 * slice);
+    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    constexpr int kPerWord = kRunLength / 4;
+#pragma unroll
+    for (int i = 0; i < kRunLength; ++i) {
+      const std::uint32_t word = words[i / kPerWord];
+      s.q[0][i] = Bits::to_float(kPerWord == 1 ? word : (word >> (16 * (i % kPerWord))) & 0xFFFFu);
+    }
+    s.scale[0] = 1.0f;
+    s.column[0] = slice * kRunLength;
+  }
+  __device__ static float value(const std::uint8_t* row, int column) {
+    return Bits::to_float(reinterpret_cast<const Elem*>(row)[column]);
+  }
+};
+
+struct F32Bits {
+  __device__ static float to_float(std::uint32_t bits) { return __uint_as_float(bits); }
+};
+struct F16Bits {
+  __device__ static float to_float(std::uint32_t bits) { return half_bits_to_float(static_cast<unsigned short>(bits)); }
+};
+struct BF16Bits {
+  __device__ static float to_float(std::uint32_t bits) { return __uint_as_float(bits << 16); }
+};
+
+// Q4_K's 6-bit scale and min of sub-block j from its 12 packed bytes (as 3 little-endian words): the
+// device twin of rf::cpu::scale_min_k4.
+__device__ __forceinline__ void scale_min_k4(int j, const std::uint32_t (&words)[3], float& scale, float& min) {
+  auto byte = [&](int i) { return byte_of(words[i / 4], i % 4); };
+  if (j < 4) {
+    scale = static_cast<float>(byte(j) & 63);
+    min = static_cast<float>(byte(j + 4) & 63);
+  } else {
+    scale = static_cast<float>((byte(j + 4) & 0xF) | ((byte(j - 4) >> 6) << 4));
+    min = static_cast<float>((byte(j + 4) >> 4) | ((byte(j) >> 6) << 4));
+  }
+}
+
+}  // namespace detail
+
+template <DType T>
+struct Decoder;
+
+template <>
+struct Decoder<DType::F32> : detail::PlainDecoder<std::uint32_t, detail::F32Bits> {};
+template <>
+struct Decoder<DType::F16> : detail::PlainDecoder<std::uint16_t, detail::F16Bits> {};
+template <>
+struct Decoder<DType::BF16> : detail::PlainDecoder<std::uint16_t, detail::BF16Bits> {};
+
+// Split rows (device_layout.h): each block's 32 quants, then each block's f16 scale d. 2 slices per
+// block, each 16 consecutive quants: x = d * q.
+template <>
+struct Decoder<DType::Q8_0> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = false;
+  static constexpr int kRuns = 1, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 2, kAlignment = 2;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+  using Codes = gpu::Codes<2>;
+
+  __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
+    const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
+    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s.q[0][i] = detail::byte_to_float(words[i / 4] ^ 0x80808080u, i % 4, 128.0f);
+    s.scale[0] = scale(row, row_blocks, slice / kSlicesPerBlock);
+    s.column[0] = 16 * slice;
+  }
+  __device__ static float scale(const std::uint8_t* row, int row_blocks, int block) {
+    return detail::load_half(row + 32 * row_blocks + 2 * block);
+  }
+  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 32 * block);
+    c.q[1] = detail::load_16_bytes_any(row + 32 * block + 16);
+    c.scale = scale(row, row_blocks, block);
+  }
+  __device__ static int dot(const Codes& c, const int (&x)[8], int /*x_sum*/) {
+    int sum = 0;
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      const std::uint32_t words[4] = {c.q[v].x, c.q[v].y, c.q[v].z, c.q[v].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) sum = dot4_i8(static_cast<int>(words[j]), x[4 * v + j], sum);
+    }
+    return sum;
+  }
+};
+
+// Split rows (device_layout.h): each block's 16 bytes of nibbles, then each block's f16 scale d. One
+// slice per block: byte i holds element i (low nibble) and element 16 + i (high); x = d * (q - 8).
+template <>
+struct Decoder<DType::Q4_0> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = false;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 1, kAlignment = 2;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = true;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+  using Codes = gpu::Codes<1>;
+
+  __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
+    Codes c;
+    load_codes(row, row_blocks, slice, c);
+    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      s.q[0][i] = detail::byte_to_float(words[i / 4] & 0x0F0F0F0Fu, i % 4, 8.0f);
+      s.q[1][i] = detail::byte_to_float((words[i / 4] >> 4) & 0x0F0F0F0Fu, i % 4, 8.0f);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      s.scale[r] = c.scale;
+      s.column[r] = kBlockElems * slice + 16 * r;
+    }
+  }
+  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 16 * block);
+    c.scale = detail::load_half(row + 16 * row_blocks + 2 * block);
+  }
+  // Word j's low nibbles are elements 4j..4j+3, its high nibbles 16 + 4j..; sum (q - 8) x.
+  __device__ static int dot(const Codes& c, const int (&x)[8], int x_sum) {
+    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
+    int sum = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      sum = dot4_i8(static_cast<int>(words[j] & 0x0F0F0F0Fu), x[j], sum);
+      sum = dot4_i8(static_cast<int>((words[j] >> 4) & 0x0F0F0F0Fu), x[4 + j], sum);
+    }
+    return sum - 8 * x_sum;
+  }
+};
+
+// 8 slices per block, each 16 bytes of nibbles: slice p holds elements [16(p % 2), +16) of
+// sub-blocks 2(p / 2) (low nibbles) and 2(p / 2) + 1 (high nibbles); x = d * sc * q - dmin * m.
+template <>
+struct Decoder<DType::Q4_K> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = true;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int part = slice % kSlicesPerBlock;
+    const auto& block = detail::block_at<cpu::BlockQ4_K>(row, slice / kSlicesPerBlock);
+    const uint4 raw = detail::load_16_bytes(block.qs + 16 * part);
+    const std::uint32_t nibbles[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const std::uint32_t byte = detail::byte_of(nibbles[i / 4], i % 4);
+      s.q[0][i] = detail::code_to_float(byte & 0xF, 0.0f);
+      s.q[1][i] = detail::code_to_float(byte >> 4, 0.0f);
+    }
+    // The block's first 16 bytes, one load: d and dmin, then the 12 bytes of packed scales and mins.
+    static_assert(offsetof(cpu::BlockQ4_K, scales) == 4 && offsetof(cpu::BlockQ4_K, qs) == 16);
+    const uint4 head = detail::load_16_bytes(reinterpret_cast<const std::uint8_t*>(&block));
+    const std::uint32_t scales[3] = {head.y, head.z, head.w};
+    const float d = half_bits_to_float(head.x & 0xFFFFu), dmin = half_bits_to_float(head.x >> 16);
+    const int first = slice / kSlicesPerBlock * kBlockElems + 16 * (part % 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int sub_block = 2 * (part / 2) + r;
+      float scale, min;
+      detail::scale_min_k4(sub_block, scales, scale, min);
+      s.scale[r] = d * scale;
+      s.bias[r] = -dmin * min;
+      s.column[r] = first + 32 * sub_block;
+    }
+  }
+};
+
+// 16 slices per block: slice p covers, for half h = p / 8 and l0 = 4(p % 8), the elements
+// 128h + 32k + l0 + [0, 4) of each k < 4 (run k), so that the 4 bytes of high bits it loads serve all
+// four runs; x = d * scales[e / 16] * (q - 32).
+template <>
+struct Decoder<DType::Q6_K> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = false;
+  static constexpr int kRuns = 4, kRunLength = 4, kBlockElems = 256, kSlicesPerBlock = 16, kAlignment = 2;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int part = slice % kSlicesPerBlock;
+    const int h = part / 8, l0 = 4 * (part % 8);
+    const auto& block = detail::block_at<cpu::BlockQ6_K>(row, slice / kSlicesPerBlock);
+    const std::uint32_t low[2] = {detail::load_4_bytes(block.ql + 64 * h + l0),        // runs 0 and 2
+                                  detail::load_4_bytes(block.ql + 64 * h + 32 + l0)};  // runs 1 and 3
+    const std::uint32_t high = detail::load_4_bytes(block.qh + 32 * h + l0);
+    const float d = half_bits_to_float(block.d);
+    const int first = slice / kSlicesPerBlock * kBlockElems + 128 * h + l0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::uint32_t low4 = (detail::byte_of(low[k & 1], i) >> (4 * (k >> 1))) & 0xF;
+        const std::uint32_t high2 = (detail::byte_of(high, i) >> (2 * k)) & 3;
+        s.q[k][i] = detail::code_to_float(low4 | high2 << 4, 32.0f);
+      }
+      s.scale[k] = d * static_cast<float>(block.scales[8 * h + 2 * k + l0 / 16]);
+      s.column[k] = first + 32 * k;
+    }
+  }
+};
+
+// Calls f(Decoder<type>{}): turns a run-time type into a kernel's template argument.
+template <class F>
+void with_decoder(DType type, F&& f) {
+  switch (type) {
+    case DType::F32: return f(Decoder<DType::F32>{});
+    case DType::F16: return f(Decoder<DType::F16>{});
+    case DType::BF16: return f(Decoder<DType::BF16>{});
+    case DType::Q8_0: return f(Decoder<DType::Q8_0>{});
+    case DType::Q4_0: return f(Decoder<DType::Q4_0>{});
+    case DType::Q4_K: return f(Decoder<DType::Q4_K>{});
+    case DType::Q6_K: return f(Decoder<DType::Q6_K>{});
+  }
+  throw_bad_launch("with_decoder", "unknown weight type");
+}
+
+// How many slices of each row of `rows_data` (rows of `cols` columns) decode() reads; the columns past
+// them, in plain types only, go through value(). Throws when a quantized row cannot be read: its
+// length is not a whole number of blocks, or the data is misaligned for the decoder's loads.
+template <class D>
+int decodable_slices(const void* rows_data, int cols, const char* launch) {
+  const bool whole_blocks = cols % D::kBlockElems == 0;
+  const bool aligned = is_aligned(rows_data, D::kAlignment);
+  if constexpr (!D::kPlain) {
+    require(whole_blocks, launch, "row length is not a whole number of quantization blocks");
+    require(aligned, launch, "weights are not aligned for the block loads");
+  }
+  return whole_blocks && aligned ? cols / D::kBlockElems * D::kSlicesPerBlock : 0;
+}
+
+}  // namespace rf::gpu

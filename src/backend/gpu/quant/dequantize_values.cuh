@@ -1,0 +1,25 @@
+#pragma once
+// Weights decoded to values, as the GEMM operand loads want them (the GEMV instead folds each run's
+// scale and bias into its sums): shared by the tiled kernel and the 16-bit conversion for a vendor BLAS.
+#include "backend/gpu/quant/dequantize.cuh"
+
+namespace rf::gpu {
+
+// Element i of run `run` of a decoded slice.
+template <class D>
+__device__ __forceinline__ float slice_value(const typename D::Slice& s, int run, int i) {
+  if constexpr (D::kHasBias) return s.scale[run] * s.q[run][i] + s.bias[run];
+  return s.scale[run] * s.q[run][i];
+}
+
+// The fewest columns that consecutive slices cover exactly, with none outside: a column range that
+// starts and ends at multiples of it is decoded by whole slices. Q4_K's slices pair two sub-blocks,
+// Q6_K's interleave over half a block.
+template <class D>
+inline constexpr int kSliceGroupCols = D::kPlain ? D::kRunLength : D::kBlockElems;
+template <>
+inline constexpr int kSliceGroupCols<Decoder<DType::Q4_K>> = 64;
+template <>
+inline constexpr int kSliceGroupCols<Decoder<DType::Q6_K>> = 128;
+
+}  // namespace rf::gpu

@@ -1,0 +1,52 @@
+#include "backend/gpu/runtime/devices.h"
+
+#include <fmt/format.h>
+
+#include "backend/gpu/runtime/vendor.h"
+
+namespace rf::gpu {
+
+namespace {
+
+// The runtime's words for "none", except where they mislead: CUDA reports a missing driver as an
+// "insufficient" one.
+std::string why_no_device(gpuError_t status) {
+  if (status == gpuSuccess) return "the runtime lists none";
+#if defined(ROCMFORGE_GPU_CUDA)
+  int driver_version = 0;
+  if (status == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver_version) == cudaSuccess &&
+      driver_version == 0) {
+    return "no NVIDIA driver is installed";
+  }
+#endif
+  return gpuGetErrorString(status);
+}
+
+std::string arch_name(const gpuDeviceProp& prop) {
+#if defined(ROCMFORGE_GPU_CUDA)
+  return fmt::format("sm_{}{}", prop.major, prop.minor);
+#else
+  return prop.gcnArchName;
+#endif
+}
+
+}  // namespace
+
+DeviceScan scan_devices() {
+  DeviceScan scan;
+  int count = 0;
+  // With no driver or no device the runtime answers with an error status; that is the reason.
+  if (const gpuError_t status = gpuGetDeviceCount(&count); status != gpuSuccess || count == 0) {
+    scan.why_none = fmt::format("no {} device found ({})", backend_name(), why_no_device(status));
+    (void)gpuGetLastError();  // clear the sticky status so that later calls don't report it
+    return scan;
+  }
+  for (int i = 0; i < count; ++i) {
+    gpuDeviceProp prop{};
+    RF_GPU_CHECK(gpuGetDeviceProperties(&prop, i));
+    scan.devices.push_back({i, prop.name, arch_name(prop), prop.totalGlobalMem, prop.warpSize, prop.multiProcessorCount});
+  }
+  return scan;
+}
+
+}  // namespace rf::gpu

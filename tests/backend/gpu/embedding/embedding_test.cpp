@@ -1,0 +1,43 @@
+#include "backend/gpu/embedding/embedding.h"
+#include "backend/gpu/gpu_test.h"
+
+namespace rf::gpu::test {
+namespace {
+
+class Embedding : public GpuTest {};
+
+// Decoding is exact (every stored value is a float), so the rows must match the CPU's bit for bit.
+TEST_F(Embedding, MatchesCpuDequantizeForEveryType) {
+  constexpr std::size_t kVocab = 300;
+  struct Case {
+    DType type;
+    std::size_t cols;
+  };
+  const Case cases[] = {{DType::F32, 4096}, {DType::F32, 1001}, {DType::F16, 4096}, {DType::F16, 333},
+                        {DType::BF16, 4096}, {DType::BF16, 7},  {DType::Q8_0, 4096}, {DType::Q8_0, 96},
+                        {DType::Q4_0, 4096}, {DType::Q4_0, 96}, {DType::Q4_K, 4096}, {DType::Q4_K, 768},
+                        {DType::Q6_K, 4096}, {DType::Q6_K, 768}};
+  for (const auto& c : cases) {
+    const auto table = encode_rows(c.type, random_floats(kVocab * c.cols, -2.0f, 2.0f), kVocab, c.cols);
+    std::vector<std::int32_t> tokens = {0, static_cast<std::int32_t>(kVocab - 1)};
+    for (int i = 0; i < 9; ++i) tokens.push_back(random_int(0, kVocab - 1));
+
+    DeviceBuffer<std::uint8_t> table_gpu(table.bytes);
+    DeviceBuffer<std::int32_t> tokens_gpu(tokens);
+    DeviceBuffer<float> out(tokens.size() * c.cols);
+    out.poison();
+    launch_embedding({c.type, kVocab, c.cols, table_gpu.data()}, tokens_gpu.data(), static_cast<int>(tokens.size()),
+                     out.data(), ctx());
+    synchronize();
+
+    std::vector<float> ref(tokens.size() * c.cols);
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      std::copy_n(&table.decoded[tokens[t] * c.cols], c.cols, &ref[t * c.cols]);
+    }
+    expect_close("embedding " + std::string(dtype_name(c.type)) + " x" + std::to_string(c.cols), out.download(), ref,
+                 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace rf::gpu::test

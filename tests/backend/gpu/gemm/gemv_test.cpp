@@ -1,0 +1,330 @@
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/gpu/quant/activation_copies.h"
+#include "backend/gpu/norm/norm.h"
+#include "backend/gpu/gemm/gemv.h"
+#include "backend/gpu/gpu_test.h"
+#include "util/error.h"
+
+namespace rf::gpu::test {
+namespace {
+
+// Random matrices of one type and column count, one per row count, each with a poisoned output: the
+// products of a GEMV group.
+struct ProductGroup {
+  std::vector<EncodedRows> w;
+  std::vector<DeviceBuffer<std::uint8_t>> w_gpu;
+  std::vector<DeviceBuffer<float>> y_gpu;
+  std::vector<WeightProduct> outputs;
+};
+
+class Gemv : public GpuTest {
+ protected:
+  ProductGroup random_group(DType type, std::span<const std::size_t> rows, std::size_t cols) {
+    ProductGroup group;
+    for (const std::size_t n : rows) {
+      group.w.push_back(encode_rows(type, random_floats(n * cols), n, cols));
+      group.w_gpu.emplace_back(group.w.back().bytes);
+      group.y_gpu.emplace_back(n);
+      group.y_gpu.back().poison();
+      group.outputs.push_back({{type, n, cols, group.w_gpu.back().data()}, group.y_gpu.back().data()});
+    }
+    return group;
+  }
+};
+
+// Weights decode exactly to fp32 and the products accumulate in fp32; the reference accumulates the
+// same decoded weights in double. (No bf16/f16 arithmetic happens, so no wider tolerance is needed.)
+constexpr double kTolerance = 1e-5;
+
+// W x in double from the decoded weights.
+std::vector<double> reference_product(const EncodedRows& w, std::size_t rows, std::size_t cols, const std::vector<float>& x) {
+  std::vector<double> ref(rows, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w.decoded[r * cols + i]) * x[i];
+  }
+  return ref;
+}
+
+std::string describe(DType type, std::size_t rows, std::size_t cols) {
+  return std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+
+TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
+  struct Case {
+    DType type;
+    std::size_t rows, cols;
+  };
+  const Case cases[] = {
+      {DType::F32, 1037, 4096},  {DType::F32, 37, 1001},  {DType::F16, 1037, 4096}, {DType::F16, 5, 333},
+      {DType::BF16, 1037, 4096}, {DType::BF16, 3, 7},     {DType::Q8_0, 1037, 4096}, {DType::Q8_0, 37, 96},
+      {DType::Q4_0, 1037, 4096}, {DType::Q4_0, 5, 96},    {DType::Q4_K, 1037, 4096}, {DType::Q4_K, 37, 768},
+      {DType::Q6_K, 1037, 4096}, {DType::Q6_K, 37, 768},
+      // Long rows, and row counts that leave a block's last rows spare.
+      {DType::F32, 37, 8196},    {DType::F16, 5, 9001},   {DType::Q8_0, 3, 4160},    {DType::Q4_K, 37, 14336},
+      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 2, 14344},
+  };
+  for (const auto& c : cases) {
+    const auto w = encode_rows(c.type, random_floats(c.rows * c.cols), c.rows, c.cols);
+    const auto x = random_floats(c.cols);
+    DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+    DeviceBuffer<float> x_gpu(x), y_gpu(c.rows);
+    y_gpu.poison();
+    launch_gemv({c.type, c.rows, c.cols, w_gpu.data()}, x_gpu.data(), 1, y_gpu.data(), ctx());
+    synchronize();
+    expect_close("gemv " + describe(c.type, c.rows, c.cols), y_gpu.download(), reference_product(w, c.rows, c.cols, x),
+                 kTolerance);
+  }
+}
+
+// q, k and v of a GQA layer in one launch: every output as launch_gemv alone would give it. Rows of 96
+// columns are 3 quantization blocks, not a multiple of 16 bytes: split quants take the unaligned loads.
+TEST_F(Gemv, GroupComputesEachProduct) {
+  for (const DType type : kTypes) {
+    const std::size_t block = dtype_info(type).block_elems;
+    for (const std::size_t cols : {std::size_t{256}, block == 256 ? std::size_t{768} : std::size_t{96}}) {
+      const std::size_t rows[] = {static_cast<std::size_t>(random_int(1, 300)), 7, 5};
+      const ProductGroup group = random_group(type, rows, cols);
+      const auto& [w, w_gpu, y_gpu, outputs] = group;
+      const auto x = random_floats(cols);
+      DeviceBuffer<float> x_gpu(x);
+      launch_gemv_group(outputs, x_gpu.data(), 1, ctx());
+      synchronize();
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        expect_close("gemv group " + std::to_string(i) + " " + describe(type, rows[i], cols), y_gpu[i].download(),
+                     reference_product(w[i], rows[i], cols, x), kTolerance);
+      }
+    }
+  }
+}
+
+TEST_F(Gemv, SwigluFusesGateAndUp) {
+  for (const DType type : kTypes) {
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 600)), cols = 512;
+    const auto gate = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto up = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto x = random_floats(cols, -2.0f, 2.0f);
+    DeviceBuffer<std::uint8_t> gate_gpu(gate.bytes), up_gpu(up.bytes);
+    DeviceBuffer<float> x_gpu(x), out(rows);
+    out.poison();
+    launch_gemv_swiglu({type, rows, cols, gate_gpu.data()}, {type, rows, cols, up_gpu.data()}, x_gpu.data(), 1, out.data(),
+                       ctx());
+    synchronize();
+    const auto g = reference_product(gate, rows, cols, x), u = reference_product(up, rows, cols, x);
+    std::vector<double> ref(rows);
+    for (std::size_t r = 0; r < rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+    expect_close("gemv swiglu " + describe(type, rows, cols), out.download(), ref, kTolerance);
+  }
+}
+
+// Several tokens in one launch (each block's token count 2, 4 or 8, and more than one block of
+// tokens): every token's outputs have the bits a launch for that token alone gives, for plain
+// products, groups and the SwiGLU pair. This is what makes batching invisible in the answers.
+TEST_F(Gemv, EachTokenOfABatchGetsItsOwnBits) {
+  for (const DType type : kTypes) {
+    const std::size_t cols = dtype_info(type).block_elems == 256 ? 768 : 512;
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 300));
+    const auto a = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto b = encode_rows(type, random_floats(rows * cols), rows, cols);
+    DeviceBuffer<std::uint8_t> a_gpu(a.bytes), b_gpu(b.bytes);
+    const WeightMatrix wa{type, rows, cols, a_gpu.data()}, wb{type, rows, cols, b_gpu.data()};
+    for (const int n : {2, 3, 8, 13}) {
+      const auto x = random_floats(cols * n, -2.0f, 2.0f);
+      DeviceBuffer<float> x_gpu(x), product(rows * n), second(rows * n), swiglu(rows * n);
+      for (auto* out : {&product, &second, &swiglu}) out->poison();
+      const WeightProduct group[] = {{wa, product.data()}, {wb, second.data()}};
+      launch_gemv_group(group, x_gpu.data(), n, ctx());
+      launch_gemv_swiglu(wa, wb, x_gpu.data(), n, swiglu.data(), ctx());
+      DeviceBuffer<float> alone(rows * n), alone_second(rows * n), alone_swiglu(rows * n);
+      for (int t = 0; t < n; ++t) {
+        const std::size_t x_at = t * cols, y_at = t * rows;
+        launch_gemv(wa, x_gpu.data() + x_at, 1, alone.data() + y_at, ctx());
+        launch_gemv(wb, x_gpu.data() + x_at, 1, alone_second.data() + y_at, ctx());
+        launch_gemv_swiglu(wa, wb, x_gpu.data() + x_at, 1, alone_swiglu.data() + y_at, ctx());
+      }
+      synchronize();
+      const std::string name = describe(type, rows, cols) + " x" + std::to_string(n);
+      EXPECT_EQ(bits(product.download()), bits(alone.download())) << name;
+      EXPECT_EQ(bits(second.download()), bits(alone_second.download())) << name;
+      EXPECT_EQ(bits(swiglu.download()), bits(alone_swiglu.download())) << name << " swiglu";
+      // And the batched products are right, not just equal.
+      const auto got = product.download();
+      for (const int t : {0, n - 1}) {
+        const std::vector<float> x_t(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+        const std::vector<float> y_t(got.begin() + t * rows, got.begin() + (t + 1) * rows);
+        expect_close("gemv " + name + " token " + std::to_string(t), y_t, reference_product(a, rows, cols, x_t), kTolerance);
+      }
+    }
+  }
+}
+
+// Q8_0 and Q4_0 given x's int8 copy: the products of the weights with the values the codes stand for
+// (integer sums, exact, then two scales: fp32's tolerance), within x's rounding (about 4e-3, as
+// llama.cpp's) of the products with x itself, and each token's bits what it gets alone.
+TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
+  constexpr double kRoundingTolerance = 1e-2;
+  struct Case {
+    std::size_t rows, cols;
+    int tokens;
+  };
+  // 96 columns: rows of 3 blocks, 2-byte aligned only; 14336: the down projection's rows, enough of
+  // them that SwiGLU's outputs are not all near zero: silu(g) u moves by u times g's rounding, which
+  // against a norm of only near-zero outputs read 1.4e-5 with 6 rows (seed 9688912827931577114).
+  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1}, {48, 14336, 1}, {300, 512, 3}, {19, 4096, 8}, {48, 14336, 3}};
+  for (const DType type : {DType::Q8_0, DType::Q4_0}) {
+    for (const auto& c : cases) {
+      const auto a = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
+      const auto b = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
+      const auto x = random_floats(c.cols * c.tokens, -2.0f, 2.0f);
+      const RoundedValues rounded = round_to_int8(x);
+      DeviceBuffer<std::uint8_t> a_gpu(a.bytes), b_gpu(b.bytes);
+      const WeightMatrix wa{type, c.rows, c.cols, a_gpu.data()}, wb{type, c.rows, c.cols, b_gpu.data()};
+      DeviceBuffer<float> x_gpu(x), product(c.rows * c.tokens), second(c.rows * c.tokens), swiglu(c.rows * c.tokens);
+      RoundedBuffer x_rounded(c.tokens, c.cols);
+      for (auto* out : {&product, &second, &swiglu}) out->poison();
+      launch_quantize_activations(x_gpu.data(), c.tokens, c.cols, x_rounded.view(), ctx());
+      const GemvInput input{x_gpu.data(), x_rounded.view()};
+      const WeightProduct group[] = {{wa, product.data()}, {wb, second.data()}};
+      launch_gemv_group(group, input, c.tokens, ctx());
+      launch_gemv_swiglu(wa, wb, input, c.tokens, swiglu.data(), ctx());
+      DeviceBuffer<float> alone(c.rows * c.tokens);
+      // One token at a time in the order of the launch for all of them (14336 columns: a single token's
+      // fastest kernel sums in another order).
+      for (int t = 0; t < c.tokens; ++t) {
+        const QuantizedActivations v = x_rounded.view();
+        const std::size_t blocks = t * c.cols / 32;
+        GemvInput token{x_gpu.data() + t * c.cols, {v.codes + t * c.cols, v.scales + blocks, v.code_sums + blocks}};
+        token.fixed_order = c.tokens > 1;
+        launch_gemv(wa, token, 1, alone.data() + t * c.rows, ctx());
+      }
+      // After the wide decode attention, one token's short rows go in fewer, larger blocks: the same sums.
+      DeviceBuffer<float> after_attention(c.rows);
+      after_attention.poison();
+      GemvInput fewer_blocks = input;
+      fewer_blocks.after_wide_attention = true;
+      if (c.tokens == 1) launch_gemv(wa, fewer_blocks, 1, after_attention.data(), ctx());
+      synchronize();
+      const std::string name = describe(type, c.rows, c.cols) + " x" + std::to_string(c.tokens);
+      EXPECT_EQ(bits(product.download()), bits(alone.download())) << name;
+      if (c.tokens == 1) {
+        EXPECT_EQ(bits(after_attention.download()), bits(alone.download())) << name << " after the attention";
+      }
+      const auto got = product.download(), got_second = second.download(), got_swiglu = swiglu.download();
+      for (int t = 0; t < c.tokens; ++t) {
+        auto token_of = [&](const auto& v, std::size_t n) { return std::vector<float>(v.begin() + t * n, v.begin() + (t + 1) * n); };
+        const auto x_t = token_of(x, c.cols), rounded_t = token_of(rounded.values, c.cols);
+        const auto y_t = token_of(got, c.rows), second_t = token_of(got_second, c.rows);
+        const std::string token = name + " token " + std::to_string(t);
+        expect_close("int8 gemv " + token, y_t, reference_product(a, c.rows, c.cols, rounded_t), kTolerance);
+        expect_close("int8 gemv group " + token, second_t, reference_product(b, c.rows, c.cols, rounded_t), kTolerance);
+        expect_close("int8 gemv " + token + " vs exact x", y_t, reference_product(a, c.rows, c.cols, x_t), kRoundingTolerance);
+        const auto g = reference_product(a, c.rows, c.cols, rounded_t), u = reference_product(b, c.rows, c.cols, rounded_t);
+        std::vector<double> ref(c.rows);
+        for (std::size_t r = 0; r < c.rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+        expect_close("int8 gemv swiglu " + token, token_of(got_swiglu, c.rows), ref, kTolerance);
+      }
+    }
+  }
+}
+
+// x / rms(x) * weight in double, as launch_rms_norm defines it. (Not cpu::rms_norm: its fp32 sum of
+// 4096 squares in order typically rounds by a few 1e-6, and by up to 2e-4, against the 1e-5 these
+// tests allow.)
+std::vector<float> reference_norm(const std::vector<float>& x, const std::vector<float>& weight, float eps) {
+  double sum_sq = 0.0;
+  for (const float v : x) sum_sq += static_cast<double>(v) * v;
+  const double scale = 1.0 / std::sqrt(sum_sq / static_cast<double>(x.size()) + eps);
+  std::vector<float> normed(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) normed[i] = static_cast<float>(x[i] * scale * weight[i]);
+  return normed;
+}
+
+// A single token's GEMV folds the RMSNorm of x (the residual ctx, far from unit scale) into its
+// product: plain products, groups (q, k, v) and the SwiGLU pair, every type through the float path,
+// with rows whose columns leave a tail past the last 16-byte slice. The reference rounds the normed x
+// to fp32 once, which the kernel never forms, so the tolerance allows the fp32 rounding of the norm.
+TEST_F(Gemv, FoldsTheNormOfItsInput) {
+  const float eps = 1e-5f;
+  for (const DType type : kTypes) {
+    const std::size_t block = dtype_info(type).block_elems;
+    const std::size_t cols = block == 1 ? 333 : 4096;
+    const std::size_t rows[] = {static_cast<std::size_t>(random_int(1, 300)), 7, 5};
+    const ProductGroup group = random_group(type, rows, cols);
+    const auto& [w, w_gpu, y_gpu, outputs] = group;
+    const auto up = encode_rows(type, random_floats(rows[1] * cols), rows[1], cols);
+    const auto x = random_floats(cols, -20.0f, 20.0f), weight = random_floats(cols, 0.5f, 2.0f);
+    DeviceBuffer<std::uint8_t> up_gpu(up.bytes);
+    DeviceBuffer<float> x_gpu(x), weight_gpu(weight), swiglu_out(rows[1]);
+    swiglu_out.poison();
+    const GemvInput input{x_gpu.data(), RmsNormOf{weight_gpu.data(), eps}};
+    launch_gemv_group(outputs, input, 1, ctx());
+    launch_gemv_swiglu(outputs[1].w, {type, rows[1], cols, up_gpu.data()}, input, 1, swiglu_out.data(), ctx());
+    synchronize();
+    const auto normed = reference_norm(x, weight, eps);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      expect_close("gemv, norm folded, " + std::to_string(i) + " " + describe(type, rows[i], cols), y_gpu[i].download(),
+                   reference_product(w[i], rows[i], cols, normed), 1e-5);
+    }
+    const auto g = reference_product(w[1], rows[1], cols, normed), u = reference_product(up, rows[1], cols, normed);
+    std::vector<double> ref(rows[1]);
+    for (std::size_t r = 0; r < rows[1]; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+    expect_close("gemv swiglu, norm folded, " + describe(type, rows[1], cols), swiglu_out.download(), ref, 1e-5);
+  }
+}
+
+// With `accumulate`, the product is added to what y holds (the residual ctx's update).
+TEST_F(Gemv, AccumulateAddsTheProductToY) {
+  for (const DType type : {DType::BF16, DType::Q4_0}) {
+    const std::size_t rows = static_cast<std::size_t>(random_int(1, 600)), cols = 512;
+    const auto w = encode_rows(type, random_floats(rows * cols), rows, cols);
+    const auto x = random_floats(cols), y = random_floats(rows, -5.0f, 5.0f);
+    DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+    DeviceBuffer<float> x_gpu(x), y_gpu(y);
+    launch_gemv({type, rows, cols, w_gpu.data()}, x_gpu.data(), 1, y_gpu.data(), ctx(), true);
+    synchronize();
+    auto ref = reference_product(w, rows, cols, x);
+    for (std::size_t r = 0; r < rows; ++r) ref[r] += y[r];
+    expect_close("gemv accumulated " + describe(type, rows, cols), y_gpu.download(), ref, kTolerance);
+  }
+}
+
+TEST_F(Gemv, RejectsAFoldedNormItCannotApply) {
+  DeviceBuffer<float> x(2 * 256), weight(256), y(2 * 4);
+  DeviceBuffer<std::uint8_t> w(4 * 1024);
+  const GemvInput norm{x.data(), RmsNormOf{weight.data(), 1e-5f}};
+  EXPECT_THROW(launch_gemv({DType::F16, 4, 256, w.data()}, norm, 2, y.data(), ctx()), Error);
+  GemvInput rounded_and_norm = norm;
+  RoundedBuffer rounded(1, 256);
+  rounded_and_norm.rounded = rounded.view();
+  EXPECT_THROW(launch_gemv({DType::Q8_0, 4, 256, w.data()}, rounded_and_norm, 1, y.data(), ctx()), Error);
+}
+
+TEST_F(Gemv, RejectsMixedTypesInOneLaunch) {
+  DeviceBuffer<float> x(256), y(4);
+  DeviceBuffer<std::uint8_t> w(4 * 1024);
+  const WeightMatrix q8{DType::Q8_0, 2, 256, w.data()}, f16{DType::F16, 2, 256, w.data()};
+  EXPECT_THROW(launch_gemv_swiglu(q8, f16, x.data(), 1, y.data(), ctx()), Error);
+  const WeightProduct outputs[] = {{q8, y.data()}, {f16, y.data() + 2}};
+  EXPECT_THROW(launch_gemv_group(outputs, x.data(), 1, ctx()), Error);
+}
+
+TEST_F(Gemv, RejectsRowsOfPartialBlocks) {
+  DeviceBuffer<float> x(100), y(2);
+  DeviceBuffer<std::uint8_t> w(2 * 1024);
+  EXPECT_THROW(launch_gemv({DType::Q4_K, 2, 100, w.data()}, x.data(), 1, y.data(), ctx()), Error);
+}
+
+// A second token's x would start off the 16-byte alignment its vector loads need.
+TEST_F(Gemv, RejectsSeveralTokensOfUnalignedRows) {
+  DeviceBuffer<float> x(2 * 333), y(2 * 5);
+  DeviceBuffer<std::uint8_t> w(5 * 333 * 4);
+  EXPECT_THROW(launch_gemv({DType::F32, 5, 333, w.data()}, x.data(), 2, y.data(), ctx()), Error);
+}
+
+}  // namespace
+}  // namespace rf::gpu::test
