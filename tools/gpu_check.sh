@@ -14,6 +14,10 @@
 #   tools/gpu_check.sh --within S   the same, but a step that would run past S seconds from the start
 #                                   is stopped or skipped, so that the summary still prints in time
 #   tools/gpu_check.sh --skip A,B   leaves out the named steps (say memcheck,racecheck,bench-8b)
+#   tools/gpu_check.sh --baseline D also builds rocmforge from the source tree D (say a `git archive`
+#                                   of the commit before a change, unpacked under build/) and runs
+#                                   the speed table's rows with it just before this tree's
+#                                   (bench-8b-before), so that both figures come from one card
 #   tools/gpu_check.sh --pack-deps  on Debian 12: unpack the project's build dependencies into
 #                                   build/gpu-deps, for a GPU machine that has none, and pack that
 #                                   folder into build/gpu-deps.tar.xz (3.5 MB where the folder is 15,
@@ -46,10 +50,12 @@ if [[ ! -d $deps && -f $deps.tar.xz ]]; then tar -xJf "$deps.tar.xz" -C "$(dirna
 
 deadline=0
 skipped=,
+baseline=
 while (($#)); do
   case $1 in
     --within) deadline=${2:?--within needs a number of seconds}; shift 2 ;;
     --skip) skipped=,${2:?--skip needs step names},; shift 2 ;;
+    --baseline) baseline=$(realpath "${2:?--baseline needs a source folder}"); shift 2 ;;
     *) echo "gpu_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -126,7 +132,7 @@ summary() {
       grep -E '^generation:' "$logs/generate-$device.log" | sed 's/^/      /'
     done
   fi
-  for bench in bench bench-8b serve serve-invariant; do
+  for bench in bench bench-8b-before bench-8b serve serve-invariant; do
     [[ -f $logs/$bench.log ]] || continue
     echo "== rocmforge $bench"
     grep -E '^(device:|model:|\| [a-z0-9])' "$logs/$bench.log" | awk '!/^\| (model|streams)/ || !seen++'
@@ -153,12 +159,23 @@ generate_on() {
 }
 # bench_8b: the rows of the speed table (issue #4) on the Llama 3.1 8B shape.
 # Then the batch-invariant mode's cost on the same shape.
+# bench_8b [BINARY]: with another rocmforge (the baseline's), the same rows but the batch-invariant ones.
 bench_8b() {
-  "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 5 &&
+  local binary=${1:-$rocmforge}
+  "$binary" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 5 &&
     for dtype in q8_0 q4_0 q4_k; do
-      "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype $dtype -p 0 -n 128 -b 1 -r 5 || return
+      "$binary" bench --synthetic llama3-8b --device cuda --dtype $dtype -p 0 -n 128 -b 1 -r 5 || return
     done &&
-    "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant
+    if [[ $binary == "$rocmforge" ]]; then
+      "$binary" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant
+    fi
+}
+# build_baseline: rocmforge alone from the --baseline tree, configured as this tree is.
+build_baseline() {
+  local args=("${configure[@]:3}")  # this tree's configure line less its "cmake --preset cuda"
+  args=("${args[@]/#$build/$PWD/build/baseline}")
+  (cd "$baseline" && cmake --preset cuda "${args[@]}" -DROCMFORGE_TESTS=OFF) &&
+    cmake --build build/baseline --target rocmforge -j "$(nproc)"
 }
 # timeline DTYPE BATCH: what each kernel of a decode step (the 8B shape, BATCH sequences) costs in place,
 # from the GPU's own kernel records (tools/kernel_trace: nsys there cannot import its own traces).
@@ -173,6 +190,9 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   step generate-cpu generate_on cpu
   step generate-diff cmp "$logs/generate-cuda.txt" "$logs/generate-cpu.txt"
   step bench "$rocmforge" bench --synthetic llama3-1b --device cuda -p 512 -n 128 -r 5
+  if [[ -n $baseline ]] && step build-base build_baseline; then
+    step bench-8b-before bench_8b "$PWD/build/baseline/rocmforge"
+  fi
   step bench-8b bench_8b
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
   step serve-invariant python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda --batch-invariant
