@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -12,6 +14,7 @@ namespace {
 struct InfoFlags {
   std::string model;
   int ctx_size = 0;
+  bool tensors = false;
 };
 
 std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
@@ -20,6 +23,28 @@ void print_backends() {
   fmt::print("backends built: {}\n", fmt::join(built_backends(), ", "));
   fmt::print("devices: cpu ({} threads)\n", std::thread::hardware_concurrency());
   for (const auto& line : describe_gpu_devices()) fmt::print("         {}\n", line);
+}
+
+// One row per tensor in file order, then the totals, as gguf-dump lists a file.
+void print_tensors(const TensorSet& tensors) {
+  std::size_t name_width = 4, shape_width = 5;
+  for (const auto& t : tensors) {
+    name_width = std::max(name_width, t.name.size());
+    shape_width = std::max(shape_width, t.shape_string().size());
+  }
+  const auto row = [&](std::string_view name, std::string_view type, std::string_view shape, auto elements,
+                       auto bytes) {
+    fmt::print("{:<{}}  {:<4}  {:<{}}  {:>12}  {:>14}\n", name, name_width, type, shape, shape_width, elements, bytes);
+  };
+  fmt::print("\n");
+  row("name", "type", "shape", "elements", "bytes");
+  std::uint64_t elements = 0, bytes = 0;
+  for (const auto& t : tensors) {
+    row(t.name, dtype_name(t.dtype), t.shape_string(), t.elements(), t.bytes);
+    elements += t.elements();
+    bytes += t.bytes;
+  }
+  fmt::print("total: {} tensors, {} elements, {} bytes ({})\n", tensors.size(), elements, bytes, gib(bytes));
 }
 
 void print_model(const InfoFlags& f) {
@@ -45,6 +70,7 @@ void print_model(const InfoFlags& f) {
                gib(gpu->weights), gib(gpu->kv_cache), ctx, gib(gpu->activations), defaults.max_batch_tokens,
                gib(gpu->total()));
   }
+  if (f.tensors) print_tensors(ckpt.tensors());
 }
 
 }  // namespace
@@ -52,8 +78,10 @@ void print_model(const InfoFlags& f) {
 void add_info_command(CLI::App& app) {
   auto flags = std::make_shared<InfoFlags>();
   auto* cmd = app.add_subcommand("info", "The backends and devices of this build, and a model's shape and memory needs");
-  cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
+  auto* model = cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
   cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes")
+      ->needs(model);
   cmd->callback([flags] {
     print_backends();
     if (!flags->model.empty()) print_model(*flags);

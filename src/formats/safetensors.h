@@ -39,6 +39,8 @@ class SafetensorsFile {
 class SafetensorsSet {
  public:
   explicit SafetensorsSet(const std::string& folder);  // throws if neither layout is present
+  const std::string& folder() const { return folder_; }
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   const SafetensorsTensor* find(const std::string& name) const;
   const SafetensorsTensor& get(const std::string& name) const;  // throws naming the tensor and folder
   std::vector<std::string> names() const;

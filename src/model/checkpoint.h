@@ -1,40 +1,23 @@
 #pragma once
-// A loaded checkpoint: its config, views of every weight (still in the files' memory maps, in
-// their stored types), and the open files that keep those views valid. One loader serves
-// Hugging Face folders and GGUF files; the backends only see LlamaWeights.
+// A loaded checkpoint: its config, every tensor by name (still in the files' memory maps, in their
+// stored types), the Llama-family weights read from them, and the open files that keep those views
+// valid. One loader serves Hugging Face folders and GGUF files; the backends only see LlamaWeights.
+//
+// Built as rf_checkpoint, above the model families (src/CMakeLists.txt): it reads their weights.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "formats/weight_matrix.h"
+#include "formats/tensor.h"
 #include "model/config.h"
+#include "models/llama/weights.h"
 
 namespace rf {
 
 class GgufFile;
 class SafetensorsSet;
-
-// A 1-D parameter (norm weight, bias), converted to fp32 at load time: they are tiny.
-using Vector = std::vector<float>;
-
-struct LayerWeights {
-  Vector attn_norm;
-  WeightMatrix wq, wk, wv, wo;
-  std::optional<Vector> bq, bk, bv;          // Qwen2
-  std::optional<Vector> q_norm, k_norm;      // Qwen3, head_dim wide
-  Vector ffn_norm;
-  WeightMatrix w_gate, w_up, w_down;
-};
-
-struct LlamaWeights {
-  WeightMatrix token_embedding;  // [vocab, hidden]
-  std::vector<LayerWeights> layers;
-  Vector output_norm;
-  WeightMatrix output;           // [vocab, hidden]; the embedding when tied
-  std::optional<std::vector<float>> rope_freq_factors;  // GGUF rope_freqs
-};
 
 // Sampling defaults from generation_config.json (absent fields stay unset).
 struct GenerationDefaults {
@@ -60,6 +43,9 @@ class Checkpoint {
   CheckpointFormat format() const { return format_; }
   const ModelConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
+  // Every tensor of the files, in file order. For a checkpoint built in memory: its weights under
+  // their GGUF names (llama::Naming::Gguf), the tied output once.
+  const TensorSet& tensors() const { return tensors_; }
   const GenerationDefaults& generation_defaults() const { return generation_; }
   const GgufFile* gguf() const { return gguf_.get(); }  // null for HF folders
   // Path of tokenizer.json for HF folders, empty for GGUF (whose vocabulary is inside).
@@ -81,6 +67,7 @@ class Checkpoint {
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<SafetensorsSet> safetensors_;
   std::vector<std::vector<std::uint8_t>> storage_;
+  TensorSet tensors_;  // views into the files, the storage or weights_
 };
 
 }  // namespace rf

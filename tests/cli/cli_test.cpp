@@ -2,10 +2,16 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -81,6 +87,124 @@ TEST(Cli, InfoDescribesAModel) {
   EXPECT_NE(r.output.find("architecture: llama"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("q4_k"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("backends built: cpu"), std::string::npos) << r.output;
+}
+
+// A row of `info --tensors`: type, shape as printed ("[448, 256]"), elements and bytes.
+struct TensorRow {
+  std::string type, shape;
+  std::uint64_t elements, bytes;
+  bool operator==(const TensorRow&) const = default;
+};
+
+// The tensor rows of `info --tensors` output by name, and the names in the order printed.
+std::map<std::string, TensorRow> tensor_rows(const std::string& output, std::vector<std::string>& order) {
+  static const std::regex row(R"(^(\S+) +(\S+) +(\[[0-9, ]*\]) +([0-9]+) +([0-9]+)$)");
+  std::map<std::string, TensorRow> rows;
+  std::istringstream lines(output);
+  std::smatch m;
+  for (std::string line; std::getline(lines, line);) {
+    if (!std::regex_match(line, m, row)) continue;
+    rows[m[1]] = {m[2], m[3], std::stoull(m[4]), std::stoull(m[5])};
+    order.push_back(m[1]);
+  }
+  return rows;
+}
+
+std::string shape_of(const std::vector<std::uint64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// The totals line for these rows.
+std::string totals(const std::map<std::string, TensorRow>& rows) {
+  std::uint64_t elements = 0, bytes = 0;
+  for (const auto& [name, r] : rows) {
+    elements += r.elements;
+    bytes += r.bytes;
+  }
+  return "total: " + std::to_string(rows.size()) + " tensors, " + std::to_string(elements) + " elements, " +
+         std::to_string(bytes) + " bytes";
+}
+
+// The expected rows of a safetensors shard, read straight from its JSON header.
+void add_shard_rows(const fs::path& shard, std::map<std::string, TensorRow>& rows) {
+  std::ifstream in(shard, std::ios::binary);
+  std::uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), sizeof length);
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  const auto tensors = nlohmann::json::parse(header);
+  for (const auto& [name, entry] : tensors.items()) {
+    if (name == "__metadata__") continue;
+    const auto dims = entry["shape"].get<std::vector<std::uint64_t>>();
+    std::uint64_t elements = 1;
+    for (const auto d : dims) elements *= d;
+    std::string type = entry["dtype"];
+    for (auto& c : type) c = static_cast<char>(std::tolower(c));
+    const auto offsets = entry["data_offsets"].get<std::vector<std::uint64_t>>();
+    rows[name] = {type, shape_of(dims), elements, offsets[1] - offsets[0]};
+  }
+}
+
+TEST(Cli, InfoListsTheTensorsOfShards) {
+  const fs::path folder = kModels + "qwen3";
+  std::map<std::string, TensorRow> expected;
+  std::map<std::string, int> shard_of;
+  for (int shard = 1; shard <= 3; ++shard) {
+    const std::string file = "model-0000" + std::to_string(shard) + "-of-00003.safetensors";
+    std::map<std::string, TensorRow> rows;
+    add_shard_rows(folder / file, rows);
+    for (const auto& [name, row] : rows) shard_of[name] = shard;
+    expected.merge(rows);
+  }
+  ASSERT_EQ(expected.size(), 24u);
+
+  const CliRun r = run("info --tensors -m " + folder.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> order;
+  EXPECT_EQ(tensor_rows(r.output, order), expected) << r.output;
+  ASSERT_EQ(order.size(), expected.size());
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    EXPECT_LE(shard_of[order[i - 1]], shard_of[order[i]]) << order[i - 1] << " listed before " << order[i];
+  }
+  EXPECT_NE(r.output.find(totals(expected) + " ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("architecture: qwen3"), std::string::npos) << r.output;  // the summary stays
+}
+
+TEST(Cli, InfoListsTheTensorsOfAQuantizedGguf) {
+  std::ifstream in(kModels + "llama3/config.json");
+  const auto config = nlohmann::json::parse(in);
+  const std::uint64_t hidden = config["hidden_size"], ffn = config["intermediate_size"], vocab = config["vocab_size"],
+                      head_dim = config["head_dim"], layers = config["num_hidden_layers"],
+                      kv = config["num_key_value_heads"].get<std::uint64_t>() * head_dim;
+  // GGML's k-quants: blocks of 256 weights, 144 bytes for q4_k and 210 for q6_k (ggml-common.h).
+  const auto k_quant = [](const char* type, std::uint64_t block_bytes) {
+    return [=](std::uint64_t rows, std::uint64_t cols) {
+      return TensorRow{type, shape_of({rows, cols}), rows * cols, rows * cols / 256 * block_bytes};
+    };
+  };
+  const auto q4_k = k_quant("q4_k", 144), q6_k = k_quant("q6_k", 210);
+
+  const CliRun r = run("info -m " + kModels + "llama3/model.q4_k_m.gguf --tensors");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> order;
+  const auto rows = tensor_rows(r.output, order);
+  EXPECT_EQ(rows.size(), 4 + 9 * layers) << r.output;  // embedding, output norm, output, rope_freqs; 9 a layer
+  EXPECT_EQ(rows.at("token_embd.weight"), q4_k(vocab, hidden));
+  EXPECT_EQ(rows.at("output.weight"), q6_k(vocab, hidden));
+  EXPECT_EQ(rows.at("blk.0.attn_k.weight"), q4_k(kv, hidden));
+  EXPECT_EQ(rows.at("blk.0.ffn_down.weight"), q4_k(hidden, ffn));
+  EXPECT_EQ(rows.at("blk.1.ffn_down.weight"), q6_k(hidden, ffn));  // llama.cpp's use_more_bits layer
+  EXPECT_EQ(rows.at("blk.1.ffn_norm.weight"), (TensorRow{"f32", shape_of({hidden}), hidden, 4 * hidden}));
+  EXPECT_EQ(rows.at("rope_freqs.weight"), (TensorRow{"f32", shape_of({head_dim / 2}), head_dim / 2, 2 * head_dim}));
+  EXPECT_NE(r.output.find(totals(rows)), std::string::npos) << r.output;
+}
+
+TEST(Cli, InfoTensorsNeedsAModel) {
+  const CliRun r = run("info --tensors");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
 }
 
 // Every bad input ends with a message naming the problem and exit code 1, never a crash.

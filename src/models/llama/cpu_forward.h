@@ -5,8 +5,9 @@
 
 #include "backend/cpu/kv_cache.h"
 #include "model/batch.h"
-#include "model/checkpoint.h"
+#include "model/config.h"
 #include "model/forward_pass.h"
+#include "models/llama/weights.h"
 
 namespace rf {
 class ThreadPool;

@@ -1,0 +1,207 @@
+#include "models/llama/weights.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/config.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace rf::llama {
+
+namespace {
+
+// llama.cpp stores llama3 rope scaling as per-frequency factors instead of metadata.
+constexpr const char* kRopeFreqs = "rope_freqs.weight";
+
+// Tensor names of one layer under each naming.
+struct LayerNames {
+  std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, ffn_norm, gate, up, down;
+};
+
+LayerNames layer_names(Naming naming, int i) {
+  if (naming == Naming::HuggingFace) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    return {p + "input_layernorm.weight", p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+            p + "self_attn.v_proj.weight", p + "self_attn.o_proj.weight", p + "self_attn.q_proj.bias",
+            p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias", p + "self_attn.q_norm.weight",
+            p + "self_attn.k_norm.weight", p + "post_attention_layernorm.weight", p + "mlp.gate_proj.weight",
+            p + "mlp.up_proj.weight", p + "mlp.down_proj.weight"};
+  }
+  const std::string p = fmt::format("blk.{}.", i);
+  return {p + "attn_norm.weight", p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight",
+          p + "attn_output.weight", p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias",
+          p + "attn_q_norm.weight", p + "attn_k_norm.weight", p + "ffn_norm.weight", p + "ffn_gate.weight",
+          p + "ffn_up.weight", p + "ffn_down.weight"};
+}
+
+struct GlobalNames {
+  std::string embedding, output_norm, output;
+};
+
+GlobalNames global_names(Naming naming) {
+  if (naming == Naming::HuggingFace) return {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+  return {"token_embd.weight", "output_norm.weight", "output.weight"};
+}
+
+// The one list of a Llama model's tensors: calls visit(name, member, rows, cols) for each matrix and
+// visit(name, member, n) for each 1-D weight (a Vector, or an optional one where the config calls
+// for it), in the order of llama.cpp's files. The tied output and rope_freqs are the caller's.
+// `Weights` is LlamaWeights (to fill it, its layers sized already) or const LlamaWeights.
+template <typename Weights, typename Visit>
+void for_each_tensor(Weights& w, const ModelConfig& c, Naming naming, Visit&& visit) {
+  const GlobalNames global = global_names(naming);
+  visit(global.embedding, w.token_embedding, c.vocab_size, c.hidden_size);
+  visit(global.output_norm, w.output_norm, c.hidden_size);
+  if (!c.tie_word_embeddings) visit(global.output, w.output, c.vocab_size, c.hidden_size);
+  for (int i = 0; i < c.n_layers; ++i) {
+    const LayerNames n = layer_names(naming, i);
+    auto& l = w.layers[i];
+    visit(n.attn_norm, l.attn_norm, c.hidden_size);
+    visit(n.q, l.wq, c.q_dim(), c.hidden_size);
+    visit(n.k, l.wk, c.kv_dim(), c.hidden_size);
+    visit(n.v, l.wv, c.kv_dim(), c.hidden_size);
+    visit(n.o, l.wo, c.hidden_size, c.q_dim());
+    if (c.qkv_bias) {
+      visit(n.q_bias, l.bq, c.q_dim());
+      visit(n.k_bias, l.bk, c.kv_dim());
+      visit(n.v_bias, l.bv, c.kv_dim());
+    }
+    if (c.qk_norm) {
+      visit(n.q_norm, l.q_norm, c.head_dim);
+      visit(n.k_norm, l.k_norm, c.head_dim);
+    }
+    visit(n.ffn_norm, l.ffn_norm, c.hidden_size);
+    visit(n.gate, l.w_gate, c.intermediate_size, c.hidden_size);
+    visit(n.up, l.w_up, c.intermediate_size, c.hidden_size);
+    visit(n.down, l.w_down, c.hidden_size, c.intermediate_size);
+  }
+}
+
+// One visitor from several lambdas.
+template <typename... Fn>
+struct Overloaded : Fn... {
+  using Fn::operator()...;
+};
+
+float plain_element(DType dtype, const void* data, std::size_t i) {
+  switch (dtype) {
+    case DType::F16: return f16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+    case DType::BF16: return bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+    default: return static_cast<const float*>(data)[i];
+  }
+}
+
+// Fills the weights it visits from the set, checking each tensor's shape against the config.
+class Reader {
+ public:
+  explicit Reader(const TensorSet& tensors) : tensors_(tensors) {}
+
+  void operator()(const std::string& name, WeightMatrix& m, int rows, int cols) const {
+    const TensorView& t = get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
+    m = {t.dtype, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), t.data};
+  }
+  void operator()(const std::string& name, Vector& v, int n) const { v = vector(name, n); }
+  void operator()(const std::string& name, std::optional<Vector>& v, int n) const { v = vector(name, n); }
+
+  std::optional<Vector> optional_vector(const std::string& name, int n) const {
+    if (!tensors_.find(name)) return std::nullopt;
+    return vector(name, n);
+  }
+
+ private:
+  Vector vector(const std::string& name, int n) const {
+    const TensorView& t = get(name, {static_cast<std::uint64_t>(n)});
+    if (is_quantized(t.dtype)) {
+      fail("{}: tensor {} is {}; 1-D tensors must be f32, f16 or bf16", tensors_.source(), name, dtype_name(t.dtype));
+    }
+    Vector v(n);
+    for (int i = 0; i < n; ++i) v[i] = plain_element(t.dtype, t.data, i);
+    return v;
+  }
+
+  const TensorView& get(const std::string& name, std::initializer_list<std::uint64_t> expected) const {
+    const TensorView* t = tensors_.find(name);
+    if (!t) fail("{}: tensor {} is missing", tensors_.source(), name);
+    if (!std::ranges::equal(t->dims(), expected)) {
+      fail("{}: tensor {} has shape {}, expected [{}] from the model's config", tensors_.source(), name,
+           t->shape_string(), fmt::join(expected, ", "));
+    }
+    return *t;
+  }
+
+  const TensorSet& tensors_;
+};
+
+// Calls fn on every distinct 2-D weight (the tied output once).
+template <typename Fn>
+void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
+  for_each_tensor(w, c, Naming::Gguf,
+                  Overloaded{[&](const std::string&, const WeightMatrix& m, int, int) { fn(m); },
+                             [](const std::string&, const auto&, int) {}});
+}
+
+}  // namespace
+
+LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming) {
+  const Reader reader(tensors);
+  LlamaWeights w;
+  w.layers.resize(config.n_layers);
+  for_each_tensor(w, config, naming, reader);
+  if (config.tie_word_embeddings) w.output = w.token_embedding;
+  if (naming == Naming::Gguf) w.rope_freq_factors = reader.optional_vector(kRopeFreqs, config.head_dim / 2);
+  return w;
+}
+
+TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Naming naming, std::string source) {
+  TensorSet set(std::move(source));
+  const auto add_vector = [&](const std::string& name, const Vector& v) {
+    const std::uint64_t n = v.size();
+    set.add(make_tensor_view(set.source(), name, DType::F32, {&n, 1}, n * sizeof(float), v.data()));
+  };
+  for_each_tensor(weights, config, naming,
+                  Overloaded{[&](const std::string& name, const WeightMatrix& m, int, int) {
+                               const std::uint64_t shape[] = {m.rows, m.cols};
+                               set.add(make_tensor_view(set.source(), name, m.dtype, shape, m.bytes(), m.data));
+                             },
+                             [&](const std::string& name, const Vector& v, int) { add_vector(name, v); },
+                             [&](const std::string& name, const std::optional<Vector>& v, int) {
+                               if (v) add_vector(name, *v);
+                             }});
+  if (naming == Naming::Gguf && weights.rope_freq_factors) add_vector(kRopeFreqs, *weights.rope_freq_factors);
+  return set;
+}
+
+std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& config) {
+  std::size_t n = 0;
+  for_each_tensor(weights, config, Naming::Gguf,
+                  Overloaded{[&](const std::string&, const WeightMatrix& m, int, int) { n += m.rows * m.cols; },
+                             [&](const std::string&, const Vector& v, int) { n += v.size(); },
+                             [&](const std::string&, const std::optional<Vector>& v, int) { n += v ? v->size() : 0; }});
+  return n;
+}
+
+std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config) {
+  std::size_t bytes = 0;
+  for_each_matrix(weights, config, [&](const WeightMatrix& m) { bytes += m.bytes(); });
+  return bytes;
+}
+
+std::string dtype_summary(const LlamaWeights& weights, const ModelConfig& config) {
+  std::map<std::string_view, std::size_t> bytes_by_type;
+  std::size_t total = 0;
+  for_each_matrix(weights, config, [&](const WeightMatrix& m) {
+    const std::size_t b = m.bytes();
+    bytes_by_type[dtype_name(m.dtype)] += b;
+    total += b;
+  });
+  std::vector<std::string> parts;
+  for (const auto& [name, b] : bytes_by_type) parts.push_back(fmt::format("{} {:.0f}%", name, 100.0 * b / total));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace rf::llama

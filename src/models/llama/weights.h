@@ -1,0 +1,60 @@
+#pragma once
+// The Llama family's weights (Llama 2/3, Mistral, Qwen2, Qwen3), read by name from a checkpoint's
+// tensors: the matrices stay views in their stored types, the small 1-D parameters become fp32.
+// The backends' forwards see only LlamaWeights.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/tensor.h"
+#include "formats/weight_matrix.h"
+
+namespace rf {
+
+struct ModelConfig;
+
+// A 1-D parameter (norm weight, bias), converted to fp32 at load time: they are tiny.
+using Vector = std::vector<float>;
+
+struct LayerWeights {
+  Vector attn_norm;
+  WeightMatrix wq, wk, wv, wo;
+  std::optional<Vector> bq, bk, bv;          // Qwen2
+  std::optional<Vector> q_norm, k_norm;      // Qwen3, head_dim wide
+  Vector ffn_norm;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+struct LlamaWeights {
+  WeightMatrix token_embedding;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  Vector output_norm;
+  WeightMatrix output;           // [vocab, hidden]; the embedding when tied
+  std::optional<std::vector<float>> rope_freq_factors;  // GGUF rope_freqs
+};
+
+namespace llama {
+
+// The tensor names: transformers' (model.layers.0.self_attn.q_proj.weight) or llama.cpp's
+// (blk.0.attn_q.weight, plus rope_freqs.weight where llama3 rope scaling is stored as factors).
+enum class Naming { HuggingFace, Gguf };
+
+// Every weight the config calls for, with the shape it implies; fails naming the set's source
+// and the tensor when one is missing, has another shape, or is a quantized 1-D tensor. Tensors
+// the config does not use are ignored. The matrices point into the set's memory.
+LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming);
+
+// The inverse, for weights built in memory: views of every weight under `naming`'s names (the
+// tied output not repeated), 1-D ones as f32. They point into `weights`, which must outlive them.
+TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Naming naming, std::string source);
+
+// Counted over every weight, the tied output once; rope_freqs, not a trained parameter, left out.
+std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& config);
+// Bytes of the 2-D weights, which a forward step reads whole.
+std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
+// Distinct stored types of the 2-D weights with their share of the bytes, e.g. "q4_k 83%, q6_k 17%".
+std::string dtype_summary(const LlamaWeights& weights, const ModelConfig& config);
+
+}  // namespace llama
+}  // namespace rf
