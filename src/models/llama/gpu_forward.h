@@ -24,10 +24,11 @@
 #include "backend/gpu/runtime/graph.h"
 #include "backend/gpu/runtime/host_staging.h"
 #include "backend/gpu/sampling/device_sampler.h"
-#include "model/checkpoint.h"
+#include "model/config.h"
 #include "model/forward_pass.h"
 #include "models/llama/gpu_step_plan.h"
 #include "models/llama/gpu_weights.h"
+#include "models/llama/weights.h"
 
 namespace rf::llama {
 

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "backend/gpu/runtime/device_buffer.h"
-#include "model/checkpoint.h"
+#include "model/config.h"
+#include "models/llama/weights.h"
 
 namespace rf::llama {
 

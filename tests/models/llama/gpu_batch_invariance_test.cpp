@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "model/checkpoint.h"
 #include "models/llama/gpu_forward.h"
 #include "engine/backend_select.h"
 #include "engine/scheduler_client.h"

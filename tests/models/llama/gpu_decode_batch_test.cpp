@@ -6,6 +6,7 @@
 // weights the batch goes through the tensor-core GEMM of decode batches on 16-bit x, the single token
 // through the GEMV on fp32 x.
 #include "backend/cpu/quant.h"
+#include "model/checkpoint.h"
 #include "models/llama/gpu_forward.h"
 #include "backend/gpu/gpu_test.h"
 

@@ -3,6 +3,7 @@
 // batches of three and two sequences (the GEMM path) and of one (the GEMV path), long enough that
 // the attention span grows into a second graph. And decoding ahead (queue_sample), which the
 // graphs serve, against step-by-step sampling.
+#include "model/checkpoint.h"
 #include "models/llama/gpu_forward.h"
 #include "engine/decode_ahead.h"
 #include "backend/gpu/gpu_test.h"

@@ -6,6 +6,7 @@
 
 #include "backend/gpu/gpu_test.h"
 #include "backend/gpu/runtime/devices.h"
+#include "model/checkpoint.h"
 #include "models/llama/gpu_forward.h"
 
 namespace rf::gpu::test {
