@@ -1,6 +1,6 @@
 #pragma once
 // The Llama-family decoder on the GPU (host code; the kernels are backend/gpu's), step for step the CPU
-// decoder's (backend/cpu/llama_forward.cpp): weights copied to the device once in their stored
+// decoder's (models/llama/cpu_forward.cpp): weights copied to the device once in their stored
 // types, the paged KV cache in f16 allocated up front, activations for max_batch_tokens tokens
 // (longer batches run in chunks of that many, in order, so later tokens see earlier ones' keys).
 // Decode steps, in which every sequence brings one token, are captured into a graph per shape
@@ -108,8 +108,8 @@ class GpuForward : public ForwardPass {
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
   // o and down GEMVs adding into x: one token, and 16- or 32-bit float weights in every product of a
   // norm's output. (Q8_0 and Q4_0 read x's int8 copy, which the norm makes; Q4_K and Q6_K are bound by
-  // their decode arithmetic, where the fold's multiply costs more than the launch: q4_k decode, Llama 3
-  // 8B, H100, 187 -> 185.5 tok/s.) Not in batch-invariant mode, whose steps of several tokens keep the
+  // their decode arithmetic, where the fold's multiply costs more than the launch: measured on q4_k,
+  // docs/perf_history.md, v9.) Not in batch-invariant mode, whose steps of several tokens keep the
   // norm's launch.
   bool folds_norms(int n_tokens) const;
   // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the

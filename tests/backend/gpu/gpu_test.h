@@ -36,7 +36,7 @@ class GpuTest : public ::testing::Test {
   std::optional<DeviceContext> ctx_;
 };
 
-// A decode step for the LlamaForwardGpu tests: sequence s (for s in `active`) brings tokens[s] at
+// A decode step for the GpuForward tests: sequence s (for s in `active`) brings tokens[s] at
 // `position`, its block table blocks [s * blocks_per_sequence, +blocks_per_sequence).
 Batch decode_batch(const std::vector<int>& active, const std::vector<std::int32_t>& tokens, int position,
                    int blocks_per_sequence);
@@ -59,9 +59,9 @@ struct EncodedRows {
 };
 EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols);
 
-// Values rounded to int8 as QuantizedActivations (backend/gpu/quant/activation_copies.h) describes: codes, each block
-// of 32's scale and code sum, and what the codes stand for (scale * code). round_to_int8 is the
-// host reference of the GPU's rounding; RoundedBuffer holds the GPU's.
+// Values rounded to int8 as QuantizedActivations (backend/gpu/quant/activation_copies.h) describes:
+// codes, each block of 32's scale and code sum, and what the codes stand for (scale * code).
+// round_to_int8 is the host reference of the GPU's rounding; RoundedBuffer holds the GPU's.
 struct RoundedValues {
   std::vector<std::int8_t> codes;
   std::vector<float> scales;

@@ -109,7 +109,7 @@ void DecodeStepBenchmark::layer(DType type) {
   const bool integer = gemv_reads_rounded(type);
   const GemvInput input = integer ? GemvInput{x.data(), rounded.view()} : GemvInput{x.data()};
   // As the decoder runs one token: a bf16 layer's norms fold into the GEMVs after them, and o and down
-  // add into x (LlamaForwardGpu::folds_norms).
+  // add into x (GpuForward::folds_norms).
   const bool fold = !is_quantized(type);
   const float eps = 1e-5f;
   const GemvInput normed_input = fold ? GemvInput{x.data(), RmsNormOf{norm.data(), eps}} : input;

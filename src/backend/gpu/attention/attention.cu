@@ -1,8 +1,8 @@
 // Attention over the paged f16 KV cache, never materialising the scores. This file holds the plan
 // (which kernels serve a batch) and the portable prefill kernel: flash attention, an online softmax over
 // tiles of keys, in fp32, written against groups of 16 lanes, which divide every warp width. Prefill on
-// CUDA sm_80+ goes to the tensor-core kernel of attention_mma.cu instead, and decode tokens to
-// attention_decode.cu.
+// CUDA sm_80+ goes to the tensor-core kernel of prefill_mma.cu instead, and decode tokens to
+// decode_attention.cu.
 #include <algorithm>
 
 #include "backend/gpu/attention/attention.cuh"
@@ -232,10 +232,10 @@ bool tensor_core_attention_available(const DeviceContext& ctx, int head_dim) {
 AttentionPlan plan_attention(const DeviceContext& ctx, const AttentionBatch& batch, HeadShape shape) {
   check_shape(batch, shape);
   // A decode block's time is mostly its chain of dependent steps, which each of its heads lengthens:
-  // the fewest heads a block whose blocks still fit one wave (one token of Llama 3 8B, H100: a head a
-  // block instead of 4, bf16 decode 179.8 -> 185.4 tok/s, q4_0 436.3 -> 474.6). Then as many key
-  // ranges as that wave holds: a second wave costs about as much again (32 sequences at 128 positions:
-  // 2 ranges in 512 blocks 21.1 us, 1 range in 256 blocks 11.9 us).
+  // the fewest heads a block whose blocks still fit one wave (one token of Llama 3 8B: a head a block
+  // instead of 4; measured: docs/perf_history.md, v10). Then as many key ranges as that wave holds: a
+  // second wave costs about as much again (32 sequences at 128 positions: 2 ranges in 512 blocks against
+  // 1 range in 256; measured: docs/perf_history.md, v7).
   const int most = decode_heads_per_block(shape, 0);
   auto blocks = [&](int heads) {
     return static_cast<long long>(batch.n_tokens) * shape.n_kv_heads * decode_head_chunks(shape, heads);
@@ -245,9 +245,8 @@ AttentionPlan plan_attention(const DeviceContext& ctx, const AttentionBatch& bat
   // One token's blocks (a head each) leave most SMs idle, and its ranges cost a merge through memory
   // (partials, a fence, an atomic, a second read): where the step's blocks fit a wave of wide ones, a
   // block takes 4 times the keys a pass instead (one token of Llama 3 8B at up to 128 positions: one
-  // range of 32 blocks, not 4 ranges of 128; H100 tg128 q4_0 510.4 / 510.0 -> 524.0 / 522.4 tok/s, q8_0
-  // 320.7 -> 329.1, bf16 185.5 -> 186.5, batch 4 657.2 -> 663.6). Longer contexts still split, a wide
-  // pass a range: tg512 q4_0 502.1 -> 504.8, where ranges of 2 or 4 passes read 495.4 and 491.9.
+  // range of 32 blocks, not 4 ranges of 128). Longer contexts still split, a wide pass a range, which
+  // beat ranges of 2 or 4 passes (measured: docs/perf_history.md, v15).
   const long long wide_wave = decode_blocks_per_wave(ctx, shape, 1, true);
   const bool wide = heads == 1 && blocks(1) <= wide_wave;
   const long long wave = wide ? wide_wave : decode_blocks_per_wave(ctx, shape, heads, false);

@@ -130,7 +130,7 @@ void with_head_dim(int head_dim, F&& f) {
   throw_bad_launch("launch_attention", "head_dim must be 16, 32, 64, 80, 96 or 128");
 }
 
-// The decode kernel (attention_decode.cu), for the tokens alone in their sequence: `splits` key ranges
+// The decode kernel (decode_attention.cu), for the tokens alone in their sequence: `splits` key ranges
 // per token, merged in the kernel, and `heads` query heads of a KV head's group a block (a power of two;
 // 0 or more than the kernel takes: its most, the group up to 8), in blocks of kDecodeThreads threads, or
 // kWideDecodeThreads where `wide` (one head a block). The heads a block takes, its blocks per token and KV
@@ -149,7 +149,7 @@ void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& bat
                    int splits, int heads, bool wide, bool every_token, const DecodeRope& rope, void* workspace,
                    float* out, HalfCopy half, QuantizedActivations rounded, const DeviceContext& ctx);
 
-// The tensor-core prefill kernel (attention_mma.cu), for tokens [0, n_tokens) in tiles of
+// The tensor-core prefill kernel (prefill_mma.cu), for tokens [0, n_tokens) in tiles of
 // tensor_core_tiling(group).tokens. False where this build or device cannot run it.
 bool tensor_core_kernel_available(int head_dim);
 QueryTiling tensor_core_tiling(int group);

@@ -49,7 +49,7 @@ bool tensor_core_attention_available(const DeviceContext& ctx, int head_dim);
 
 // Scratch of the plan's split partials (none for decode_splits == 1), and the counters that tell the
 // last range of a token to merge them. clear_attention_workspace zeroes those counters (a memset of a
-// few hundred bytes, on `ctx`): before the first launch on a workspace, and again whenever a launch
+// few hundred bytes, on ctx's stream): before the first launch on a workspace, and again whenever a launch
 // for another batch shape or plan may have used it since; launches of one shape and plan leave it clear
 // for each other (a decode step's layers).
 std::size_t attention_workspace_bytes(const AttentionPlan& plan, const AttentionBatch& batch, HeadShape shape);

@@ -175,9 +175,9 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   // The first pass's keys load before the wait for the kernel before, overlapping its tail: a token
   // alone in its sequence finds every position but its own in the cache since earlier steps. (What it
   // reads here was written before the kernel two launches back completed, which it has once this
-  // kernel runs: dependent_launch.cuh. Its own position is this step's, loaded after.) One token at
-  // 128 positions (Llama 3 8B, H100): 10.5 -> 9.7 us. The registers cost a block per SM (128 -> 168
-  // at 4 heads a block), which batch 32's 512 blocks feel: 4,380 -> 4,322 tok/s.
+  // kernel runs: dependent_launch.cuh. Its own position is this step's, loaded after.) The held keys
+  // take registers, which cost a block per SM: one token gains, batch 32's 512 blocks lose a little
+  // (measured: docs/perf_history.md, v4).
   uint4 first_k[kKeys], first_v[kKeys];
 #pragma unroll
   for (int j = 0; j < kKeys; ++j) {
@@ -356,8 +356,8 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(const DecodePara
 }
 
 // A wide block held its SM's registers whole at 125 a thread, so that the GEMV after it (o) found no room
-// for its early blocks there; at 96, without spills, it leaves room for 4 of them (H100, one token of
-// Llama 3 8B: o 2.48 -> 1.99 us in place, q4_0 decode 529.2 / 530.4 -> 533.3 / 534.3 tok/s).
+// for its early blocks there; at 96, without spills, it leaves room for 4 of them (measured on one token
+// of Llama 3 8B: docs/perf_history.md, v15).
 template <int kHeadDim>
 __global__ void RF_LAUNCH_BOUNDS_CAPPED(kWideDecodeThreads, 96) wide_decode_kernel(const DecodeParams p) {
   decode_block<kHeadDim, 1, kWideDecodeThreads>(p);

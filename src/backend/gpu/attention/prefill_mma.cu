@@ -1,7 +1,7 @@
 // Flash attention for prefill on NVIDIA's tensor cores (mma.sync m16n8k16, sm_80+), beside the portable
 // kernel of attention.cu and for the same tiles: Q K^T and P V as f16 products with fp32 accumulation
 // and an fp32 online softmax. q (scaled) and the softmax weights are rounded to f16 for the products:
-// 2^-11 relative each, the f16 cache's own rounding. Keys and values ctx through shared memory by
+// 2^-11 relative each, the f16 cache's own rounding. Keys and values stream through shared memory by
 // cp.async, the next tile's keys loading while this tile's values are used.
 #include "backend/gpu/attention/attention.cuh"
 #include "backend/gpu/common/tensor_core.cuh"

@@ -1,6 +1,6 @@
 #pragma once
 // Programmatic dependent launch (CUDA, compute capability 9.0+): a kernel started by launch_dependent
-// may be scheduled while the kernel before it in the ctx is still finishing, so that its launch,
+// may be scheduled while the kernel before it on the context's stream is still finishing, so that its launch,
 // and whatever it does before begin_dependent() (reading weights, which no kernel writes), overlap
 // that kernel's tail. Decode runs hundreds of short kernels per token, each of which otherwise waits
 // for the last block of the one before to retire before its own first block starts.

@@ -1,6 +1,6 @@
 #pragma once
 // Philox4x32-10 (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3", SC'11): a
-// counter-based generator, so that every thread draws the n-th number of a ctx directly.
+// counter-based generator, so that every thread draws the n-th number of a stream directly.
 #include "backend/gpu/runtime/vendor.h"
 
 namespace rf::gpu {
@@ -24,7 +24,7 @@ __device__ inline Philox4x32 philox4x32_10(Philox4x32 counter, unsigned key0, un
   return counter;
 }
 
-// A uniform draw in (0, 1) from 24 random bits: element `index` of draw `draw` of the ctx `seed`.
+// A uniform draw in (0, 1) from 24 random bits: element `index` of draw `draw` of the stream `seed`.
 __device__ inline float philox_uniform(unsigned long long seed, unsigned long long draw, unsigned index) {
   const Philox4x32 counter{{index, static_cast<unsigned>(draw), static_cast<unsigned>(draw >> 32), 0u}};
   const unsigned bits = philox4x32_10(counter, static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32)).v[0];

@@ -28,9 +28,9 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* gate, con
 }
 
 // A stacked product's rows of a width that is a multiple of 4, four values a thread: row blockIdx.y,
-// values 4v .. 4v + 3 of it, read as one float4 of gate and one of up and written as 8 bytes. Batch 32
-// of Llama 3 8B (H100): 3.2 us a layer in the loop above, whose index takes a 64-bit division per
-// value, 2.3 us here.
+// values 4v .. 4v + 3 of it, read as one float4 of gate and one of up and written as 8 bytes: faster
+// than the loop above, whose index takes a 64-bit division per value (measured on batch 32 of Llama 3
+// 8B: docs/perf_history.md, v11).
 __global__ void __launch_bounds__(kThreads) swiglu_stacked_kernel(const float* gate_up, int width, HalfCopy out) {
   const int v = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
   if (4 * v >= width) return;

@@ -1,5 +1,5 @@
 #pragma once
-// The embedding lookup (embedding.cu). Device pointers; asynchronous on the context's ctx.
+// The embedding lookup (embedding.cu). Device pointers; asynchronous on the context's stream.
 #include <cstdint>
 
 #include "backend/gpu/runtime/device_context.h"

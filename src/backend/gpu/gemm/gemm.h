@@ -1,6 +1,7 @@
 #pragma once
-// Prefill and decode-batch products (launch_gemm_group): the vendor BLAS where the build has one
-// (gemm_cublas.cpp), else the project's tiled kernel (gemm_tiled_only.cpp).
+// Prefill and decode-batch products (launch_gemm_group): cuBLAS on CUDA (gemm_cublas.cpp); on HIP the
+// project's tiled kernel (gemm_tiled.cu, by way of gemm_tiled_only.cpp), as Debian 12's ROCm packages
+// have neither hipBLAS nor rocBLAS.
 #include <memory>
 #include <span>
 
@@ -9,18 +10,19 @@
 
 namespace rf::gpu {
 
-// The BLAS side of a device context (DeviceContext::gemm()): cuBLAS's handle and scratch on CUDA; on
-// HIP, where Debian has no hipBLAS, the project's tiled kernel and nothing to hold. Not thread-safe.
+// The GEMM side of a device context (DeviceContext::gemm()): cuBLAS's handle and scratch on CUDA; on
+// HIP, where Debian 12 has no hipBLAS or rocBLAS, the project's tiled kernel and nothing to hold. Not
+// thread-safe.
 class GemmContext;
 
 std::unique_ptr<GemmContext> make_gemm_context(const DeviceContext& device);
 
-// Whether launch_gemm_group multiplies a HalfCopy it is given (vendor BLAS builds), or x always (the
-// tiled kernel of HIP builds without one, which multiplies in fp32).
+// Whether launch_gemm_group multiplies a HalfCopy it is given (CUDA builds: cuBLAS), or x always (HIP
+// builds: the tiled kernel, which multiplies in fp32).
 bool gemm_takes_half_copy();
 
 // For each product, out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the
-// prefill products (n_tokens > 1; the decode GEMV above serves n_tokens == 1), any stored type of W.
+// prefill products (n_tokens > 1; the decode GEMV of gemv.h serves n_tokens == 1), any stored type of W.
 // The products of one group share x, so it is prepared (rounded for the tensor cores) once, or not at
 // all where `half` is x already rounded to the type the products need.
 void launch_gemm_group(const DeviceContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,

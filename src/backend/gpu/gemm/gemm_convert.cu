@@ -1,4 +1,5 @@
-// The 16-bit operands of a vendor BLAS's tensor-core GEMM: activations rounded, quantized weights decoded.
+// The 16-bit operands of cuBLAS's tensor-core GEMM (CUDA builds): activations rounded, quantized weights
+// decoded.
 #include <algorithm>
 
 #include "backend/gpu/quant/dequantize_values.cuh"

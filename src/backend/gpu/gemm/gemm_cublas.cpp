@@ -94,9 +94,9 @@ class GemmContext {
 
  private:
   // A decode batch's 16-bit product goes to the tensor-core stream kernel where its blocks fit one wave
-  // and fill it (few_tokens_row_tiles; Llama 3 8B, 32 tokens, H100: q/k/v 23.5 -> 20.9 us, o 15.9 ->
-  // 15.2, down 46.9 -> 45.1; gate/up's 28,672 rows stay with cuBLAS, 87.5 against 94.2). Returns its row
-  // tiles, or 0 for cuBLAS.
+  // and fill it (few_tokens_row_tiles), where it beat cuBLAS; Llama 3 8B's gate/up (28,672 rows) stays
+  // with cuBLAS, which ran it faster (measured: docs/perf_history.md, v16). Returns its row tiles, or 0
+  // for cuBLAS.
   int few_tokens_tiles(const WeightMatrix& w, int n_tokens) const {
     const bool fits = few_tokens_ && n_tokens <= kMostFewTokens && !is_quantized(w.dtype) &&
                       w.cols % kFewTokensColumnMultiple == 0 && reinterpret_cast<std::uintptr_t>(w.data) % 16 == 0;

@@ -1,6 +1,6 @@
 // The GEMM of a decode batch (up to 32 tokens) with 16-bit weights on NVIDIA's tensor cores (mma.sync
-// m16n8k16, sm_80+): a memory ctx like the one-token GEMV, where cuBLAS's tiles at these shapes
-// leave SMs idle (Llama 3 8B's q/k/v in 96 CTAs of 132) and never overlap the kernel before.
+// m16n8k16, sm_80+): a memory stream like the one-token GEMV, where cuBLAS's tiles at these shapes
+// leave SMs idle (Llama 3 8B's q/k/v: docs/perf_history.md, v14) and never overlap the kernel before.
 //
 // A block takes 32 or 48 whole rows (the mma's M; the tokens are its N) and streams them, with the
 // tokens' x, through a ring of 4 shared-memory stages of 256 columns by cp.async: up to 180 KiB in
@@ -39,7 +39,8 @@ constexpr int kPitch = kStageRowVectors + 4;
 // Steps in flight: 4 of up to 45 KiB (48 rows and 32 tokens) a block, one block a SM.
 constexpr int kStages = 4;
 // Rows of a block, in tiles of 16: 2 or 3, the fewest whose blocks fit one wave (fewer rows a block read
-// x more often than the weights; q/k/v in 96 blocks of 4 tiles lost to 128 blocks of 3 on the H100).
+// x more often than the weights; q/k/v in 96 blocks of 4 tiles lost to 128 blocks of 3; measured:
+// docs/perf_history.md, v16).
 constexpr int kMinRowTiles = 2, kMostRowTiles = 3;
 
 constexpr int token_tiles(int n_tokens) { return (n_tokens + kTileTokens - 1) / kTileTokens; }
@@ -220,10 +221,10 @@ int few_tokens_row_tiles(const DeviceContext& ctx, std::size_t rows, int n_token
   for (std::size_t tiles = kMinRowTiles; tiles <= kMostRowTiles; ++tiles) {
     const std::size_t blocks = (rows + tiles * kTileRows - 1) / (tiles * kTileRows);
     if (blocks > sms) continue;
-    // A block streams at most about 25 GB/s, and past 8 tokens reads more of x than of weights:
-    // fewer blocks than 3/4 of the SMs lost to cuBLAS at 32 tokens (H100: Llama 3.2 1B's o and down in
-    // 64 blocks and Qwen3 8B's k and v in 32 each cost 5.6% and 3.2% of batch 32's decode), where at 8
-    // tokens the same shapes gained 2%.
+    // A block streams only so fast, and past 8 tokens reads more of x than of weights: fewer blocks
+    // than 3/4 of the SMs lost to cuBLAS at 32 tokens (Llama 3.2 1B's o and down in 64 blocks, Qwen3
+    // 8B's k and v in 32 each), where at 8 tokens the same shapes gained (measured: docs/perf_history.md,
+    // v16, and a block's rate in "Figures moved out of code comments").
     if (n_tokens > kTileTokens && 4 * blocks < 3 * sms) return 0;
     return few_tokens_fits(ctx, static_cast<int>(tiles), n_tokens) ? static_cast<int>(tiles) : 0;
   }

@@ -1,6 +1,7 @@
 #pragma once
-// The parts behind launch_gemm (gemm.h): the project's own tiled GEMM, and the conversions that feed a
-// vendor BLAS 16-bit operands. Plain C++: the vendor glue and the tests call these directly.
+// The parts behind launch_gemm (gemm.h): the project's own tiled GEMM, the decode batches' tensor-core
+// kernel, and the conversions that feed cuBLAS 16-bit operands. Plain C++: the GEMM glue
+// (gemm_cublas.cpp, gemm_tiled_only.cpp) and the tests call these directly.
 #include <cstddef>
 #include <cstdint>
 
@@ -16,7 +17,7 @@ namespace rf::gpu {
 
 // out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens, by a shared-memory tiled
 // kernel: W in any stored type, decoded to fp32 while its tiles are loaded; fp32 accumulation. The
-// GEMM of HIP builds without a vendor BLAS.
+// GEMM of HIP builds (Debian 12's ROCm has no hipBLAS or rocBLAS); CUDA builds use cuBLAS instead.
 void launch_gemm_tiled(const WeightMatrix& w, const float* x, int n_tokens, float* out, const DeviceContext& ctx);
 
 // The most tokens launch_gemm_few_tokens takes, and what its column counts are multiples of.
@@ -33,7 +34,7 @@ bool few_tokens_fits(const DeviceContext& ctx, int row_tiles, int n_tokens);
 
 // Rows a block of launch_gemm_few_tokens takes, in tiles of 16, for a matrix of `rows` and n_tokens: the
 // fewest (2 or 3) whose blocks fit one wave, one a SM; 0 where none does, where past 8 tokens they would
-// fill less than 3/4 of the SMs (the vendor BLAS then serves better), or where they do not fit.
+// fill less than 3/4 of the SMs (cuBLAS then serves better), or where they do not fit.
 int few_tokens_row_tiles(const DeviceContext& ctx, std::size_t rows, int n_tokens);
 
 // out[t * w.rows + r] = sum_c W[r][c] * x16[t * w.cols + c] for t < n_tokens <= kMostFewTokens: a decode
@@ -47,11 +48,11 @@ void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int
 // n floats rounded (to nearest even) to the bits of `type`, DType::F16 or DType::BF16.
 void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint16_t* out, const DeviceContext& ctx);
 
-// Every row of a quantized W decoded to IEEE half bits, w.rows x w.cols row-major: the weight operand a
-// vendor BLAS multiplies for prefill (the decode GEMV never makes such a copy).
+// Every row of a quantized W decoded to IEEE half bits, w.rows x w.cols row-major: the weight operand
+// cuBLAS multiplies for prefill (the decode GEMV never makes such a copy).
 void launch_decode_to_f16(const WeightMatrix& w, std::uint16_t* out, const DeviceContext& ctx);
 
-// launch_gemm_group's argument checks, shared by the vendor glue files.
+// launch_gemm_group's argument checks, shared by the GEMM glue files.
 inline void check_gemm_group(std::span<const WeightProduct> products, int n_tokens) {
   require(n_tokens >= 0, "launch_gemm", "negative token count");
   for (const WeightProduct& p : products) {

@@ -1,4 +1,5 @@
-// launch_gemm on HIP, where Debian's ROCm has no hipBLAS to glue to: the project's tiled kernel.
+// launch_gemm on HIP, where Debian 12's ROCm has no hipBLAS or rocBLAS to glue to: the project's tiled
+// kernel (gemm_tiled.cu).
 #include "backend/gpu/gemm/gemm.h"
 #include "backend/gpu/gemm/gemm_kernels.h"
 

@@ -2,7 +2,7 @@
 // of the same x in one launch (a layer's q, k and v), or the FFN's gate and up with SwiGLU fused. A
 // single token's product may also apply the RMSNorm of its input (RmsNormOf) or add itself into y.
 //
-// Decode is a ctx of weight bytes, so the kernel is built to keep many loads in flight: a block
+// Decode is a stream of weight bytes, so the kernel is built to keep many loads in flight: a block
 // of kThreads threads owns a few rows (of each matrix it multiplies), and each thread walks
 // the columns a slice (16 bytes of weights) at a time, loading that slice of all its rows before
 // using any. x is read once per slice and serves every row; it comes from L1, not shared memory,
@@ -38,12 +38,12 @@ constexpr int kUnroll = 2;  // loop iterations whose loads are in flight at once
 
 // Rows per block. A thread of a 4096-column row has 4 slices of 16 bytes to load per row in a 16-bit
 // type (8 columns a slice) but 1 in Q4_0 (32 columns), so Q4_0 takes 8 rows (alone, not with gate and
-// up, where 16 would need 168 registers): llama3-8b q4_0 decode went from 237 to 266 tok/s on an
-// H100. The other quantized types lost with 8 (Q8_0 down 27.9 -> 33.8 us, Q4_K 38 -> 58 us), and so
-// did Q4_0's 14336-column down projection with 4 (24.3 -> 28.3 us).
+// up, where 16 would need 168 registers) to keep more loads in flight. The other quantized types lost
+// with 8, and so did Q4_0's 14336-column down projection with 4 (measured: docs/perf_history.md, v3
+// and "Figures moved out of code comments").
 // With several tokens, the sums take the registers: 4 rows (2 with gate and up). The integer path for
-// one token picks its own (launch_products), measured on an H100 at 8/4/2/1 rows: Q4_0 gate/up shape
-// 13.9/12.7/12.4/18.5 us, down 18.2/16.0/16.0/13.4; Q8_0 24.8/24.2/23.5/21.8 and 29.3/25.7/25.7/23.5.
+// one token picks its own (launch_products), measured at 8, 4, 2 and 1 rows (docs/perf_history.md, v5
+// and "Figures moved out of code comments").
 template <class D, int kMats, int kTokens>
 inline constexpr int kRowsPerBlock =
     kTokens > 1 ? 4 / kMats : (std::is_same_v<D, Decoder<DType::Q4_0>> && kMats == 1 ? 8 : 4);
@@ -206,15 +206,16 @@ __device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const s
 // kPreload (the integer path, one token, rows of at most kBlockThreads blocks): a thread's one block of
 // each row loads before the wait for the kernel before. The kernels before these GEMVs (a norm, the
 // decode attention, a rounding pass) leave most SMs idle, and no kernel writes weights, so the blocks
-// that find room ctx their rows while that kernel ends (llama3-8b on an H100: q4_0 decode +1.7%, q8_0
-// +1.6%). Rows of more blocks than kThreads take a block of about as many threads (wide_preload_threads).
+// that find room stream their rows while that kernel ends (measured: docs/perf_history.md, v12). Rows of
+// more blocks than kThreads take a block of about as many threads (wide_preload_threads).
 template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm, bool kPreload,
           int kBlockThreads = kThreads>
 __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args) {
   static_assert(kPreload || kBlockThreads == kThreads, "the row loops stride by kThreads");
   // Consecutive blocks take the same rows for successive groups of tokens, so that all but the first
   // read the rows from L2. (A single token's kernel skips the division: decode waits on its loads'
-  // addresses, and computing them later cost Q8_0 and Q4_0 decode 5 to 9%.)
+  // addresses, and computing them later slowed Q8_0 and Q4_0 decode: docs/perf_history.md, "Figures
+  // moved out of code comments".)
   int row_block = static_cast<int>(blockIdx.x), token0 = 0;
   if constexpr (kTokens > 1) {
     const int groups = (args.n_tokens + kTokens - 1) / kTokens;
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
   }
   // What a single token's y holds, where the product adds to it (thread r writes row r): loaded right
   // after the wait, before the weights, so that its latency hides behind theirs rather than ending the
-  // block (Q4_0 down with a row a block: 15.4 -> 14.0 us). A folded norm's products never add to y.
+  // block (measured: docs/perf_history.md, v11). A folded norm's products never add to y.
   auto load_before = [&] {
     float before = 0.0f;
     if constexpr (kTokens == 1 && kMats == 1 && !kNorm) {
@@ -328,9 +329,8 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
 // Threads of a preloading block for rows of more than kThreads blocks: the row's block count rounded up
 // to whole 64-lane wavefronts, or 0 past kMostPreloadThreads; kWideRows rows a block. Llama 3 8B's down
 // projection (14336 columns: 448 blocks), walked by 128 threads, left half of them a block short of the
-// others in the last of 3.5 rounds, its loads after the wait. Wide, on an H100: q8_0 down 23.2 -> 21.8
-// us at a row a block; decode q8_0 313.1 -> 317.5 (a row) -> 318.5 tok/s (2 rows), q4_0 497.4 -> 480.6
-// (a row; down 13.9 -> 16.4 us) -> 510.0 (2 rows) -> 504.5 (4 rows).
+// others in the last of 3.5 rounds, its loads after the wait. Wide blocks won with 2 rows a block:
+// with one, Q4_0 decode lost; with 4, it gained less (measured: docs/perf_history.md, v13).
 constexpr int kMostPreloadThreads = 512;
 constexpr int kWideRows = 2;
 int wide_preload_threads(int row_blocks) {
@@ -440,7 +440,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           // loads in flight: one row per block where that is 4 KiB or more, else two (four for short
           // rows). But two rows of 4 KiB or more where a thread loads all its blocks of them before the
           // wait (rows of at most kThreads blocks, and wide rows): twice the bytes in flight a block
-          // (q8_0 decode, H100: q/k/v 9.9 -> 9.5 us, o 7.0 -> 6.8, gate/up 40.7 -> 40.3; 318.2 -> 320.3 tok/s).
+          // (measured on Q8_0: docs/perf_history.md, v13).
           const std::size_t bytes = kMats * args.row_bytes;
           if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
           if (args.row_bytes >= 4096 && row_blocks <= kThreads) {
@@ -449,9 +449,9 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
           // After the wide decode attention (one token of Llama 3 8B: 32 blocks that hold whole SMs), o's
           // 2,048 blocks of Q4_0 rows (2,304 bytes) no longer fit one wave of the other SMs, and those left
-          // over load their rows only once the attention ends; 1,024 blocks of 4 rows fit (H100, q4_0
-          // decode 522.3 / 522.9 -> 530.3 / 529.2 tok/s). q/k/v at 4 rows lost (524.7 / 526.1 with o's),
-          // and Q8_0's o (4,352-byte rows, 2 a block) gained nothing (330.8 -> 330.1).
+          // over load their rows only once the attention ends; 1,024 blocks of 4 rows fit. q/k/v at 4 rows
+          // lost, and Q8_0's o (4,352-byte rows, 2 a block) gained nothing (measured: docs/perf_history.md,
+          // v15).
           if (bytes >= 2048 && x.after_wide_attention) return launch(std::integral_constant<int, 4>{}, std::true_type{});
           if (bytes >= 2048) return launch(std::integral_constant<int, 2>{}, std::true_type{});
           return launch(std::integral_constant<int, 4>{}, std::true_type{});

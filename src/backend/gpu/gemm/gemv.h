@@ -20,7 +20,7 @@ struct RmsNormOf {
 // and its 16-bit copy. The GEMV's Q8_0 and Q4_0 weights multiply the int8 copy by integer dot products
 // (a fifth of the instructions per weight of decoding to fp32; the result moves by x's rounding,
 // relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy. A GEMV
-// of one token through the float path may fold x's norm (then x is the residual ctx itself).
+// of one token through the float path may fold x's norm (then x is the residual stream itself).
 // fixed_order keeps one token's sums in the order of the kernels for several tokens (batch invariance),
 // which the fastest kernel for one token's long Q8_0 and Q4_0 rows does not.
 struct GemvInput {
@@ -45,7 +45,7 @@ bool gemv_reads_rounded(DType type);
 // output has the same bits whatever n_tokens is (batch invariance), given x.fixed_order. Quantized rows must be whole
 // blocks, Q4_K's data 16-byte aligned, x 16-byte aligned (device allocations are) and, for more than
 // one token, the column count a multiple of 4. Fast for the few tokens of a decode step; prefill
-// goes to launch_gemm. With `accumulate`, y += W x instead (a residual ctx's update).
+// goes to launch_gemm. With `accumulate`, y += W x instead (a residual stream's update).
 void launch_gemv(const WeightMatrix& w, GemvInput x, int n_tokens, float* y, const DeviceContext& ctx,
                  bool accumulate = false);
 

@@ -91,10 +91,9 @@ __device__ void rms_norm_row_in_registers(float* x, const float* residual, const
 
 // Threads of a row's block: 256, or 1024 for rows of more than 256 vectors, so that each thread holds
 // fewer of them. A decode token's norm is one block whose time is its chain of dependent steps, and
-// each vector a thread holds lengthens it: with 1024 threads for its 4096 values, Llama 3 8B decode
-// (H100) went from 471 to 486 tok/s in q4_0 and from 4,829 to 4,879 at 32 sequences of bf16. The count
-// depends on the row's length alone, so that a row's bits do not depend on the rows beside it (batch
-// invariance).
+// each vector a thread holds lengthens it: 1024 threads for Llama 3 8B's 4096 values sped up decode of
+// one q4_0 token and of 32 bf16 sequences (measured: docs/perf_history.md, v11). The count depends on
+// the row's length alone, so that a row's bits do not depend on the rows beside it (batch invariance).
 constexpr int kRowThreads = 256, kLongRowThreads = 1024;
 // Heads are 64 to 256 wide: a block of the widest warp keeps most threads busy.
 constexpr int kHeadThreads = kMaxWarpSize;

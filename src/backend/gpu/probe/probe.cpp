@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kRuns = 10;
 
-// Seconds `work` takes on `ctx`: the median of kRuns, after one run to warm up.
+// Seconds `work` takes on ctx's stream: the median of kRuns, after one run to warm up.
 template <class Work>
 double median_seconds(const DeviceContext& ctx, Work work) {
   gpuEvent_t start, stop;

@@ -27,15 +27,16 @@ std::size_t quantized_activations_bytes(std::size_t tokens, std::size_t cols);
 // out = x rounded as QuantizedActivations describes, for n_tokens rows of cols values.
 void launch_quantize_activations(const float* x, int n_tokens, int cols, QuantizedActivations out, const DeviceContext& ctx);
 
-// An activation's copy rounded to 16 bits (to nearest even) for a vendor BLAS's tensor-core GEMM,
-// written by the kernel that makes the activation, so that the GEMM needs no rounding pass of its own
-// (a launch and a wait each: about 1 us of a decode batch's layer on an H100). type: BF16 or F16.
+// An activation's copy rounded to 16 bits (to nearest even) for the tensor-core GEMMs of CUDA builds
+// (cuBLAS, launch_gemm_few_tokens), written by the kernel that makes the activation, so that the GEMM
+// needs no rounding pass of its own (a launch and a wait each; measured: docs/perf_history.md, v8).
+// type: BF16 or F16.
 struct HalfCopy {
   std::uint16_t* data = nullptr;
   DType type = DType::BF16;
 };
 
-// The 16-bit type a vendor BLAS multiplies weights of type `weights` in: bf16 for bf16, f16 for the
+// The 16-bit type cuBLAS multiplies weights of type `weights` in: bf16 for bf16, f16 for the
 // others (f16, and quantized weights decoded to f16). f32 weights take SGEMM instead.
 constexpr DType gemm_operand_type(DType weights) { return weights == DType::BF16 ? DType::BF16 : DType::F16; }
 

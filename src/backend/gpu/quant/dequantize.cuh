@@ -10,9 +10,10 @@
 // (f32, f16, bf16) treat 16 bytes as a "block" of one slice, loaded at once; rows whose length is not
 // a whole number of such blocks are read element by element through value() instead.
 //
-// Q8_0 and Q4_0 also multiply int8 activations (QuantizedActivations, quant/activation_copies.h) by integer dot products
-// (kIntegerDot), a whole block at a time: load_codes() takes a block's quants as stored and its scale,
-// dot() their product with x's 32 codes of the same columns (x_sum: their sum, for Q4_0's offset).
+// Q8_0 and Q4_0 also multiply int8 activations (QuantizedActivations, quant/activation_copies.h) by
+// integer dot products (kIntegerDot), a whole block at a time: load_codes() takes a block's quants as
+// stored and its scale, dot() their product with x's 32 codes of the same columns (x_sum: their sum,
+// for Q4_0's offset).
 //
 // Layout: Q4_K and Q6_K rows are GGML's blocks as stored. Q8_0 and Q4_0 rows are split on upload
 // (device_layout.h): a row's quants first, 16-byte runs, then its block scales, so that a slice

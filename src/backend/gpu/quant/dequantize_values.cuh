@@ -1,6 +1,6 @@
 #pragma once
 // Weights decoded to values, as the GEMM operand loads want them (the GEMV instead folds each run's
-// scale and bias into its sums): shared by the tiled kernel and the 16-bit conversion for a vendor BLAS.
+// scale and bias into its sums): shared by the tiled kernel and the 16-bit conversion for cuBLAS.
 #include "backend/gpu/quant/dequantize.cuh"
 
 namespace rf::gpu {

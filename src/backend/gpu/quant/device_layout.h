@@ -2,7 +2,7 @@
 // How weight rows are laid out in device memory (host code). Most types keep GGML's layout. Q8_0 and
 // Q4_0 rows are split: all the row's quants first, then all its f16 block scales. The row keeps its
 // length in bytes, so row r still starts at r * row_bytes, but a block's quants become one aligned
-// 16- or 32-byte run: GGML's 34- and 18-byte blocks allow only 2-byte loads (block_decode.cuh).
+// 16- or 32-byte run: GGML's 34- and 18-byte blocks allow only 2-byte loads (dequantize.cuh).
 #include <cstdint>
 #include <vector>
 

@@ -1,7 +1,7 @@
 #pragma once
-// Rounding activations to int8 blocks of 32 (QuantizedActivations, quant/activation_copies.h), as a step any kernel that
-// holds the values can end with: the RMSNorm before a projection and a pass of its own (four values a
-// thread), the decode attention before o (one).
+// Rounding activations to int8 blocks of 32 (QuantizedActivations, quant/activation_copies.h), as a step
+// any kernel that holds the values can end with: the RMSNorm before a projection and a pass of its own
+// (four values a thread), the decode attention before o (one).
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/common/reduce.cuh"
 

@@ -49,7 +49,7 @@ DeviceAttributes read_attributes(int device) {
 DeviceContext::DeviceContext(int device) : attributes_(read_attributes(device)) {}
 
 DeviceContext::~DeviceContext() {
-  (void)gpuSetDevice(attributes_.index);  // the BLAS handle and the stream go with their device current
+  (void)gpuSetDevice(attributes_.index);  // the GEMM context and the stream go with their device current
 }
 
 void DeviceContext::make_current() const { RF_GPU_CHECK(gpuSetDevice(attributes_.index)); }

@@ -1,8 +1,8 @@
 #pragma once
 // One GPU as the kernels see it (host code only): its index, its stream, the attributes launches
-// size themselves by, the BLAS handle and the figures kernels memoise per device. Every launch takes
-// the context of the device it runs on; nothing per device lives in a static, so that two devices
-// (one host thread each) share no state.
+// size themselves by, its GEMM context (cuBLAS's handle on CUDA) and the figures kernels memoise per
+// device. Every launch takes the context of the device it runs on; nothing per device lives in a
+// static, so that two devices (one host thread each) share no state.
 //
 // The runtime's current device is per host thread. A context makes its device current when made, and
 // whoever drives it from another thread calls make_current() first (ContextScope): device memory
@@ -21,8 +21,8 @@ namespace rf::gpu {
 class GemmContext;
 }  // namespace rf::gpu
 
-// The context is defined by the vendor glue alone, so it is deleted there too: callers hold it without
-// ever seeing its definition.
+// GemmContext is defined by the GEMM glue alone (gemm_cublas.cpp or gemm_tiled_only.cpp), so it is
+// deleted there too: callers hold it without ever seeing its definition.
 template <>
 struct std::default_delete<rf::gpu::GemmContext> {
   void operator()(rf::gpu::GemmContext* ctx) const;
@@ -40,7 +40,8 @@ struct DeviceAttributes {
   bool dependent_launch = false;     // programmatic dependent launch (common/dependent_launch.cuh)
 };
 
-// The multi-GPU side's communicator (NCCL or RCCL) for the group this device belongs to; none on one GPU.
+// A slot for the communicator (NCCL or RCCL) of a multi-GPU group this device would belong to: only
+// declared, as nothing builds one yet, so it stays null.
 class Communicator;
 
 class DeviceContext {
@@ -58,7 +59,8 @@ class DeviceContext {
   // Makes this context's device current for the calling thread.
   void make_current() const;
 
-  // The vendor BLAS's handle and scratch on this stream (gemm/gemm.h), made on first use.
+  // The GEMM's context on this stream (gemm/gemm.h: cuBLAS's handle and scratch on CUDA, nothing to hold
+  // on HIP), made on first use.
   GemmContext& gemm() const;
 
   // A figure of this device that a launch computes once (an occupancy, say) under `key`: the

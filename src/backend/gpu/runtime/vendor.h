@@ -74,7 +74,7 @@ inline constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define gpuDevAttrWarpSize hipDeviceAttributeWarpSize
 #define gpuDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
-// HIP's opt-in attribute is CUDA-only: AMD blocks may use what the device has per block.
+// CUDA's opt-in attribute has no HIP twin: AMD blocks may use what the device has per block.
 #define gpuDevAttrSharedPerBlockOptin hipDeviceAttributeMaxSharedMemoryPerBlock
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuMalloc hipMalloc

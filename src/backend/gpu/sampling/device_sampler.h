@@ -24,9 +24,9 @@ class DeviceSampler {
   void prepare(std::span<const SampleRow> rows, const DeviceContext& ctx);
   // Samples the step's rows [first, first + count) from `logits`, count rows of vocab on the device.
   void sample(float* logits, int first, int count, const DeviceContext& ctx);
-  // Ends the step: once the ctx gets here, its tokens are on the host for take().
+  // Ends the step: once the context's stream gets here, its tokens are on the host for take().
   void finish(const DeviceContext& ctx);
-  // The oldest finished step's tokens, waiting for the ctx to bring them.
+  // The oldest finished step's tokens, waiting for the stream to bring them.
   std::vector<std::int32_t> take();
   int steps_in_flight() const { return in_flight_; }
 

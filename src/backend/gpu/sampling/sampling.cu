@@ -18,7 +18,7 @@ constexpr int kPenaltyThreads = 256;
 constexpr int kSampleThreads = 1024;
 constexpr int kBins = 256;  // the radix selection reads the 64-bit keys a byte at a time
 // The slices' pass: a block reads kSliceThreads * kSliceDepth logits, each thread kSliceDepth loads
-// deep. One block a row would wait on its loads one after another: 7.7 us for a 128256-logit row.
+// deep. One block a row would wait on its loads one after another (measured: docs/perf_history.md, v13).
 constexpr int kSliceThreads = 256;
 constexpr int kSliceDepth = 16;
 constexpr int kSliceLogits = kSliceThreads * kSliceDepth;

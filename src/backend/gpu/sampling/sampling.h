@@ -22,7 +22,7 @@ struct RowSampling {
   double presence_penalty;
   double frequency_penalty;
   std::uint64_t seed;
-  std::uint64_t draw;         // the counter of this draw in the sequence's ctx
+  std::uint64_t draw;         // the counter of this draw in the sequence's stream
   int history_begin;          // the penalty window: history[history_begin, + history_length)
   int history_length;
 };

@@ -1,7 +1,7 @@
 #pragma once
 // An attention problem for the GPU tests and benchmarks: sequences' chunks in one batch over a paged
 // f16 KV cache, q and the cache drawn at random, on the host and on the device, with the reference
-// that mirrors rf::cpu::LlamaForward::attention over the same f16 cache values.
+// that mirrors rf::llama::CpuForward::attention over the same f16 cache values.
 #include <cstdint>
 #include <functional>
 #include <vector>

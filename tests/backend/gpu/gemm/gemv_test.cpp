@@ -244,7 +244,7 @@ std::vector<float> reference_norm(const std::vector<float>& x, const std::vector
   return normed;
 }
 
-// A single token's GEMV folds the RMSNorm of x (the residual ctx, far from unit scale) into its
+// A single token's GEMV folds the RMSNorm of x (the residual stream, far from unit scale) into its
 // product: plain products, groups (q, k, v) and the SwiGLU pair, every type through the float path,
 // with rows whose columns leave a tail past the last 16-byte slice. The reference rounds the normed x
 // to fp32 once, which the kernel never forms, so the tolerance allows the fp32 rounding of the norm.
@@ -277,7 +277,7 @@ TEST_F(Gemv, FoldsTheNormOfItsInput) {
   }
 }
 
-// With `accumulate`, the product is added to what y holds (the residual ctx's update).
+// With `accumulate`, the product is added to what y holds (the residual stream's update).
 TEST_F(Gemv, AccumulateAddsTheProductToY) {
   for (const DType type : {DType::BF16, DType::Q4_0}) {
     const std::size_t rows = static_cast<std::size_t>(random_int(1, 600)), cols = 512;
