@@ -37,6 +37,12 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, std::uin
   add_merge(left_id, right_id, id_of(std::string(left) + std::string(right_body)), rank);
 }
 
+void BpeModel::add_merge(std::string_view merge, std::uint32_t rank) {
+  const std::size_t space = merge.find(' ');
+  if (space == std::string_view::npos) fail("model: merge '{}' is not two tokens separated by a space", merge);
+  add_merge(merge.substr(0, space), merge.substr(space + 1), rank);
+}
+
 void BpeModel::add_merge(TokenId left, TokenId right, TokenId merged, std::uint32_t rank) {
   merges_.insert_or_assign(pair_key(left, right), MergeResult{rank, merged});
 }

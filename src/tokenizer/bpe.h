@@ -36,6 +36,7 @@ class BpeModel {
   // Lower ranks merge first. Adding a pair again replaces its merge (as in Hugging Face, where
   // the later line of a merges list wins).
   void add_merge(std::string_view left, std::string_view right, std::uint32_t rank);  // throws naming a token not in the vocab
+  void add_merge(std::string_view merge, std::uint32_t rank);  // "left right", as merges lists write it
   void add_merge(TokenId left, TokenId right, TokenId merged, std::uint32_t rank);
   void reserve_merges(std::size_t count) { merges_.reserve(count); }
 

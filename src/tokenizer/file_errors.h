@@ -9,6 +9,9 @@
 
 namespace rf {
 
+std::string read_text_file(const std::string& path);     // the bytes of the file
+nlohmann::json read_json_file(const std::string& path);  // throws naming the file if it is not JSON
+
 // Runs `step` (returning what it returns) so that any error it throws names `path`.
 template <typename Step>
 auto with_path_in_errors(const std::string& path, Step&& step) -> decltype(step()) {

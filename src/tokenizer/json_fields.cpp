@@ -1,8 +1,71 @@
 #include "tokenizer/json_fields.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace rf::json_fields {
+
+namespace {
+
+// Ids above this are surely a corrupt file; refusing them keeps allocations sane.
+constexpr std::int64_t kMaxTokenId = (1 << 24) - 1;
+
+void set_token(std::vector<std::optional<std::string>>& tokens, std::string token, std::int64_t id, std::string_view what) {
+  if (id < 0 || id > kMaxTokenId) fail("{}: {} is not a valid token id", what, id);
+  if (static_cast<std::size_t>(id) >= tokens.size()) tokens.resize(id + 1);
+  tokens[id] = std::move(token);
+}
+
+// SAX events of a flat {"token": id, ...} object; anything else is an error.
+class VocabReader final : public nlohmann::json_sax<json> {
+ public:
+  explicit VocabReader(std::string_view what) : what_(what) {}
+  std::vector<std::optional<std::string>> tokens;
+
+  bool start_object(std::size_t) override {
+    if (depth_++ > 0) not_an_id("an object");
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& key) override {
+    key_ = std::move(key);
+    return true;
+  }
+  bool number_integer(number_integer_t id) override {
+    set_token(tokens, std::move(key_), id, what_);
+    return true;
+  }
+  bool number_unsigned(number_unsigned_t id) override {
+    if (id > static_cast<number_unsigned_t>(kMaxTokenId)) fail("{}: {} is not a valid token id", what_, id);
+    return number_integer(static_cast<number_integer_t>(id));
+  }
+  bool null() override { not_an_id("null"); }
+  bool boolean(bool value) override { not_an_id(value ? "true" : "false"); }
+  bool number_float(number_float_t value, const string_t&) override { not_an_id(json(value).dump()); }
+  bool string(string_t& value) override { not_an_id(json(value).dump()); }
+  bool binary(binary_t&) override { not_an_id("binary data"); }
+  bool start_array(std::size_t) override { not_an_id("an array"); }
+  bool end_array() override { not_an_id("an array"); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    fail("invalid JSON: {}", error.what());
+  }
+
+ private:
+  [[noreturn]] void not_an_id(std::string_view value) const {
+    if (depth_ == 0) fail("{} must be an object mapping tokens to ids, not {}", what_, value);
+    fail("{}: {} is not a valid token id", what_, value);
+  }
+
+  std::string_view what_;
+  std::string key_;
+  int depth_ = 0;
+};
+
+}  // namespace
 
 const json& require_object(const json& value, std::string_view what) {
   if (!value.is_object()) fail("{} must be a JSON object, not {}", what, value.type_name());
@@ -46,6 +109,29 @@ std::int64_t int_or(const json& object, const char* key, std::int64_t fallback, 
   if (it == object.end() || it->is_null()) return fallback;
   if (!it->is_number_integer()) fail("{}: '{}' must be an integer, not {}", what, key, it->type_name());
   return it->get<std::int64_t>();
+}
+
+TokenId require_token_id(const json& value, std::string_view what) {
+  if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > kMaxTokenId) {
+    fail("{}: {} is not a valid token id", what, value.dump());
+  }
+  return value.get<TokenId>();
+}
+
+std::vector<std::optional<std::string>> require_vocab(const json& vocab, std::string_view what) {
+  if (!vocab.is_object()) fail("{} must be an object mapping tokens to ids, not {}", what, vocab.type_name());
+  std::vector<std::optional<std::string>> tokens;
+  tokens.reserve(vocab.size());
+  for (const auto& [token, id_value] : vocab.items()) set_token(tokens, token, require_token_id(id_value, what), what);
+  return tokens;
+}
+
+std::vector<std::optional<std::string>> parse_vocab(std::string_view text, std::string_view what) {
+  VocabReader reader(what);
+  // Every entry has a colon: reserving for them all spares growing the table 16 times.
+  reader.tokens.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ':')));
+  json::sax_parse(text, &reader);
+  return std::move(reader.tokens);
 }
 
 Regex require_pattern(const json& object, const char* key, std::string_view what) {

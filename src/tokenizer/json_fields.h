@@ -6,8 +6,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
 
 namespace rf::json_fields {
 
@@ -20,6 +22,11 @@ const std::string& require_string(const json& object, const char* key, std::stri
 std::optional<std::string> optional_string(const json& object, const char* key, std::string_view what);  // absent or null
 bool bool_or(const json& object, const char* key, bool fallback, std::string_view what);
 std::int64_t int_or(const json& object, const char* key, std::int64_t fallback, std::string_view what);
+TokenId require_token_id(const json& value, std::string_view what);
+// A vocab object mapping tokens to ids: the token of every id (nullopt for ids it skips).
+std::vector<std::optional<std::string>> require_vocab(const json& vocab, std::string_view what);
+// The same from the text of a vocab.json, read without building a JSON tree (faster by half).
+std::vector<std::optional<std::string>> parse_vocab(std::string_view text, std::string_view what);
 // A pattern object: {"String": literal} or {"Regex": expression}.
 Regex require_pattern(const json& object, const char* key, std::string_view what);
 // The "type" field that selects an implementation.

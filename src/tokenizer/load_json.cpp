@@ -1,11 +1,7 @@
 // Tokenizer::from_json_file: Hugging Face tokenizer.json, plus tokenizer_config.json beside it.
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tokenizer/file_errors.h"
 #include "tokenizer/json_fields.h"
@@ -20,43 +16,13 @@ namespace {
 using nlohmann::json;
 using namespace json_fields;
 
-// Ids above this are surely a corrupt file; refusing them keeps allocations sane.
-constexpr std::int64_t kMaxTokenId = (1 << 24) - 1;
-
-json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  try {
-    return json::parse(contents.str());
-  } catch (const json::parse_error& error) {
-    fail("{}: invalid JSON: {}", path, error.what());
-  }
-}
-
-TokenId token_id(const json& value, std::string_view what) {
-  if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > kMaxTokenId) {
-    fail("{}: {} is not a valid token id", what, value.dump());
-  }
-  return value.get<TokenId>();
-}
-
 BpeModel bpe_model_from_json(const json& config) {
   const char* what = "model";
   // Files from before the "type" field existed hold BPE models.
   const std::string type = optional_string(config, "type", what).value_or("BPE");
   if (type != "BPE") fail("unsupported model type '{}' (only BPE is implemented)", type);
 
-  const json& vocab_object = require(config, "vocab", what);
-  if (!vocab_object.is_object()) fail("model: 'vocab' must be an object mapping tokens to ids");
-  std::vector<std::optional<std::string>> vocab;
-  vocab.reserve(vocab_object.size());
-  for (const auto& [token, id_value] : vocab_object.items()) {
-    const TokenId id = token_id(id_value, "model vocab");
-    if (static_cast<std::size_t>(id) >= vocab.size()) vocab.resize(id + 1);
-    vocab[id] = token;
-  }
+  std::vector<std::optional<std::string>> vocab = require_vocab(require(config, "vocab", what), "model: 'vocab'");
 
   BpeOptions options;
   options.unk_token = optional_string(config, "unk_token", what);
@@ -73,10 +39,7 @@ BpeModel bpe_model_from_json(const json& config) {
   std::uint32_t rank = 0;
   for (const json& merge : merges) {
     if (merge.is_string()) {
-      const std::string& text = merge.get_ref<const std::string&>();
-      const std::size_t space = text.find(' ');
-      if (space == std::string::npos) fail("model: merge '{}' is not two tokens separated by a space", text);
-      model.add_merge(std::string_view(text).substr(0, space), std::string_view(text).substr(space + 1), rank++);
+      model.add_merge(merge.get_ref<const std::string&>(), rank++);
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       model.add_merge(merge[0].get_ref<const std::string&>(), merge[1].get_ref<const std::string&>(), rank++);
     } else {
@@ -93,7 +56,7 @@ std::vector<AddedToken> added_tokens_from_json(const json& tokens) {
   for (const json& token : tokens) {
     const char* what = "added_tokens entry";
     AddedToken entry;
-    entry.id = token_id(require(token, "id", what), what);
+    entry.id = require_token_id(require(token, "id", what), what);
     entry.content = require_string(token, "content", what);
     entry.special = bool_or(token, "special", false, what);
     entry.lstrip = bool_or(token, "lstrip", false, what);
