@@ -1,5 +1,6 @@
 #pragma once
-// Elementwise kernels between the projections: SwiGLU (swiglu.cu) and bias adds (bias.cu).
+// Elementwise kernels between the projections: SwiGLU (swiglu.cu), bias adds (bias.cu), and Stable
+// Diffusion's GEGLU and upsampling (image_elementwise.cu).
 #include <cstddef>
 
 #include "backend/gpu/quant/activation_copies.h"
@@ -17,5 +18,14 @@ void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy o
 
 // x[r * width + i] += bias[i] for each of `rows` rows: Qwen2's q/k/v biases.
 void launch_add_bias(float* x, const float* bias, int rows, int width, const DeviceContext& ctx);
+
+// Stable Diffusion's (image_elementwise.cu; backend/cpu/image_ops.h has the references):
+// GEGLU after its projection: rows of `inner` hidden values then `inner` gate values, y[r][i] =
+// hidden[i] * gelu(gate[i]) with the exact (erf) GELU.
+void launch_geglu(const float* x, std::size_t rows, std::size_t inner, float* y, const DeviceContext& ctx);
+
+// Nearest-neighbour upsampling by 2 of `planes` planes of height x width.
+void launch_upsample_nearest2x(const float* x, std::size_t planes, int height, int width, float* y,
+                               const DeviceContext& ctx);
 
 }  // namespace rf::gpu

@@ -1,5 +1,6 @@
 #pragma once
-// The embedding lookup (embedding.cu). Device pointers; asynchronous on the context's stream.
+// The embedding lookup (embedding.cu) and diffusion's timestep embedding (timestep_embedding.cu).
+// Device pointers; asynchronous on the context's stream.
 #include <cstdint>
 
 #include "backend/gpu/runtime/device_context.h"
@@ -12,5 +13,10 @@ namespace rf::gpu {
 // (model/batch.h) is previous[r]: a token sampled on the device and not yet seen by the host.
 void launch_embedding(const WeightMatrix& table, const std::int32_t* tokens, int n_tokens, float* out,
                       const DeviceContext& ctx, const std::int32_t* previous = nullptr);
+
+// The sinusoidal embedding of n timesteps, `dim` values each, as diffusers' get_timestep_embedding:
+// frequencies max_period^(-i / (dim/2 - shift)); sin then cos, or cos then sin when flipped.
+void launch_timestep_embedding(const float* timesteps, int n, int dim, bool flip_sin_to_cos,
+                               float downscale_freq_shift, float max_period, float* y, const DeviceContext& ctx);
 
 }  // namespace rf::gpu

@@ -1,5 +1,6 @@
 #pragma once
-// RMSNorm, fused with the residual add before it, and Qwen3's per-head q/k norm (rms_norm.cu).
+// RMSNorm, fused with the residual add before it, and Qwen3's per-head q/k norm (rms_norm.cu);
+// GroupNorm and LayerNorm, Stable Diffusion's (group_norm.cu).
 #include "backend/gpu/attention/kv_cache.h"
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/runtime/device_context.h"
@@ -17,5 +18,15 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
 // rms-normalised over head_dim with the weight shared by all heads of q (q_weight) or k (k_weight).
 void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
                     float eps, const DeviceContext& ctx);
+
+// GroupNorm of NCHW images: each image's channels in `groups` groups, each group normalised over its
+// channels and `spatial` positions, then gamma * x + beta per channel; with silu_after, SiLU after
+// it. y may alias x. backend/cpu/image_ops.h's group_norm is the reference.
+void launch_group_norm(const float* x, int batch, int channels, int spatial, int groups, const float* gamma,
+                       const float* beta, float eps, bool silu_after, float* y, const DeviceContext& ctx);
+
+// LayerNorm of each of `rows` rows of n values, then gamma * x + beta. y may alias x.
+void launch_layer_norm(const float* x, int rows, int n, const float* gamma, const float* beta, float eps, float* y,
+                       const DeviceContext& ctx);
 
 }  // namespace rf::gpu
