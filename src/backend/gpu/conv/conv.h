@@ -1,0 +1,29 @@
+#pragma once
+// 2-D convolution of NCHW images (conv2d.cu): the products of the UNet's and the VAE's convolutions
+// as matrix products of W with patches gathered a band of output pixels at a time, through
+// launch_gemm (cuBLAS on CUDA, the tiled kernel on HIP). backend/cpu/image_ops.h's conv2d, which
+// works the same way, is the reference.
+#include <cstddef>
+
+#include "backend/gpu/runtime/device_context.h"
+#include "formats/weight_matrix.h"
+
+namespace rf::gpu {
+
+struct ConvShape {
+  int batch, in_channels, height, width;
+  int out_channels, kernel, stride, padding;
+  int out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+};
+
+// Scratch launch_conv2d needs for this shape: a band of patches and of their products.
+std::size_t conv2d_workspace_bytes(const ConvShape& shape);
+
+// y = conv2d(x, W) + bias (bias may be null): square kernels, zero padding; W is [out_channels] rows
+// of in_channels * kernel * kernel values (PyTorch's [out, in, kh, kw]) in any stored type.
+// workspace holds conv2d_workspace_bytes(shape).
+void launch_conv2d(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
+                   void* workspace, const DeviceContext& ctx);
+
+}  // namespace rf::gpu
