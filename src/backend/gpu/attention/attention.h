@@ -1,5 +1,6 @@
 #pragma once
-// Attention over the paged KV cache: the plan that picks the kernels for a batch, and the planned launch.
+// Attention over the paged KV cache: the plan that picks the kernels for a batch, and the planned launch;
+// and non-causal attention over dense heads, Stable Diffusion's (image_attention.cu).
 #include <cstddef>
 
 #include "backend/gpu/attention/kv_cache.h"
@@ -81,5 +82,12 @@ struct DecodeRope {
 void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
                               HeadShape shape, float scale, float* out, void* workspace, const DeviceContext& ctx,
                               const DecodeRope& rope = {}, HalfCopy half = {}, QuantizedActivations rounded = {});
+
+// Non-causal attention of batch_heads independent heads: y[h][i] = softmax(q[h][i] . k[h]^T * scale)
+// v[h], with q and y [batch_heads][queries][head_dim], k and v [batch_heads][keys][head_dim]
+// (Stable Diffusion's self- and cross-attention). backend/cpu/image_ops.h's attention is the reference.
+bool image_attention_supports(int head_dim);  // 40, 64, 80, 128 and 160
+void launch_image_attention(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
+                            int head_dim, float scale, float* y, const DeviceContext& ctx);
 
 }  // namespace rf::gpu

@@ -1,0 +1,96 @@
+// Non-causal attention over dense q, k and v (Stable Diffusion's self- and cross-attention), flash
+// style: a block takes a tile of queries of one head and streams the keys and values through shared
+// memory in tiles, with an online softmax, so no score matrix of queries x keys is ever stored.
+// Portable (no warp-level code); the tensor-core version is the FA3 issue's.
+#include <cfloat>
+#include <utility>
+
+#include "backend/gpu/attention/attention.h"
+#include "backend/gpu/common/constant_dispatch.h"
+#include "backend/gpu/runtime/launch_check.h"
+
+namespace rf::gpu {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kQueries = 8;  // a block's queries
+constexpr int kKeys = 16;    // keys a pass; kQueries * kKeys == kThreads: a thread a score
+static_assert(kQueries * kKeys == kThreads);
+
+template <int kDim>
+__global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* q, const float* k, const float* v,
+                                                                   int queries, int keys, float scale, float* y) {
+  __shared__ float q_tile[kQueries][kDim], k_tile[kKeys][kDim], v_tile[kKeys][kDim], o_tile[kQueries][kDim];
+  __shared__ float p[kQueries][kKeys], row_max[kQueries], row_sum[kQueries], rescale[kQueries];
+  const int head = blockIdx.y, first = blockIdx.x * kQueries, t = threadIdx.x;
+  const float* q_head = q + (static_cast<std::size_t>(head) * queries + first) * kDim;
+  const float* k_head = k + static_cast<std::size_t>(head) * keys * kDim;
+  const float* v_head = v + static_cast<std::size_t>(head) * keys * kDim;
+  const int rows = min(kQueries, queries - first);
+  for (int i = t; i < kQueries * kDim; i += kThreads) {
+    q_tile[i / kDim][i % kDim] = i / kDim < rows ? q_head[i] * scale : 0.0f;
+    o_tile[i / kDim][i % kDim] = 0.0f;
+  }
+  if (t < kQueries) row_max[t] = -FLT_MAX, row_sum[t] = 0.0f;
+  for (int start = 0; start < keys; start += kKeys) {
+    const int tile_keys = min(kKeys, keys - start);
+    __syncthreads();  // the last pass is done with the tiles
+    for (int i = t; i < kKeys * kDim; i += kThreads) {
+      const bool real = i / kDim < tile_keys;
+      k_tile[i / kDim][i % kDim] = real ? k_head[static_cast<std::size_t>(start) * kDim + i] : 0.0f;
+      v_tile[i / kDim][i % kDim] = real ? v_head[static_cast<std::size_t>(start) * kDim + i] : 0.0f;
+    }
+    __syncthreads();
+    const int qi = t / kKeys, kj = t % kKeys;
+    float score = 0.0f;
+    for (int c = 0; c < kDim; ++c) score += q_tile[qi][c] * k_tile[kj][c];
+    p[qi][kj] = kj < tile_keys ? score : -FLT_MAX;
+    __syncthreads();
+    if (t < kQueries) {
+      float most = row_max[t];
+      for (int j = 0; j < tile_keys; ++j) most = fmaxf(most, p[t][j]);
+      float sum = 0.0f;
+      for (int j = 0; j < kKeys; ++j) sum += (p[t][j] = j < tile_keys ? __expf(p[t][j] - most) : 0.0f);
+      rescale[t] = __expf(row_max[t] - most);
+      row_sum[t] = row_sum[t] * rescale[t] + sum;
+      row_max[t] = most;
+    }
+    __syncthreads();
+    for (int i = t; i < kQueries * kDim; i += kThreads) {
+      const int r = i / kDim, c = i % kDim;
+      float acc = o_tile[r][c] * rescale[r];
+      for (int j = 0; j < kKeys; ++j) acc += p[r][j] * v_tile[j][c];
+      o_tile[r][c] = acc;
+    }
+  }
+  __syncthreads();
+  float* out = y + (static_cast<std::size_t>(head) * queries + first) * kDim;
+  for (int i = t; i < rows * kDim; i += kThreads) out[i] = o_tile[i / kDim][i % kDim] / row_sum[i / kDim];
+}
+
+// Calls f with head_dim as a constant, where the kernel is built for it.
+template <class F>
+bool with_image_head_dim(int head_dim, F&& f) {
+  return with_constant<40, 64, 80, 128, 160>(head_dim, std::forward<F>(f));
+}
+
+}  // namespace
+
+bool image_attention_supports(int head_dim) {
+  return with_image_head_dim(head_dim, [](auto) {});
+}
+
+void launch_image_attention(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
+                            int head_dim, float scale, float* y, const DeviceContext& ctx) {
+  require(batch_heads >= 0 && queries >= 0 && keys > 0, "launch_image_attention", "bad head, query or key count");
+  require(image_attention_supports(head_dim), "launch_image_attention", "head_dim must be 40, 64, 80, 128 or 160");
+  if (batch_heads == 0 || queries == 0) return;
+  const dim3 grid((queries + kQueries - 1) / kQueries, batch_heads);
+  with_image_head_dim(head_dim, [&](auto dim) {
+    image_attention_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, k, v, queries, keys, scale, y);
+  });
+  RF_GPU_CHECK_LAUNCH();
+}
+
+}  // namespace rf::gpu
