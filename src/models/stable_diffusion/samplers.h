@@ -1,0 +1,78 @@
+#pragma once
+// Stable Diffusion's samplers on host float arrays, each computing what its diffusers scheduler
+// computes, step for step (tests/models/stable_diffusion/samplers_test.cpp holds them to diffusers'
+// trajectories):
+//
+//   euler         EulerDiscreteScheduler                 heun     HeunDiscreteScheduler
+//   euler_a       EulerAncestralDiscreteScheduler        ddim     DDIMScheduler (with eta)
+//   dpmpp_2m      DPMSolverMultistepScheduler, dpmsolver++, order 2
+//   dpmpp_2m_sde  the same with algorithm_type sde-dpmsolver++
+//   lcm           LCMScheduler                           unipc    UniPCMultistepScheduler (bh2, order 2)
+//
+// The latents live where diffusers keeps them: Euler, Euler ancestral and Heun in k-diffusion's
+// variance-exploding space (x0 + sigma * noise, started at init_noise_sigma), the others in the
+// variance-preserving one (started at 1); after the last step both are the denoised latents.
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "models/stable_diffusion/noise.h"
+#include "models/stable_diffusion/schedule.h"
+
+namespace rf::stable_diffusion {
+
+enum class SamplerKind { euler, euler_ancestral, heun, dpmpp_2m, dpmpp_2m_sde, ddim, lcm, unipc };
+
+// The UNet at one step (with classifier-free guidance, batch and all): reads `input`, the latents
+// as the model takes them, and writes its prediction (noise or v, as the config says) to `output`.
+using Model = std::function<void(std::span<const float> input, double timestep, std::span<float> output)>;
+
+struct SamplerOptions {
+  SamplerKind kind = SamplerKind::euler;
+  SigmaSchedule sigmas = SigmaSchedule::model_default;
+  int steps = 20;
+  double eta = 0.0;  // DDIM's: 0 deterministic, 1 as DDPM
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+
+  const Schedule& schedule() const { return schedule_; }
+  int steps() const { return static_cast<int>(schedule_.size()); }
+  // The first latents are standard normal noise times this.
+  double init_noise_sigma() const { return init_noise_sigma_; }
+
+  // Step i, in order from 0 to steps() - 1: calls the model (Heun twice but on the last step) and
+  // moves `latents` to the next noise level. Ancestral and SDE samplers draw one tensor of the
+  // latents' size from `noise` per step, after the model, where diffusers draws it.
+  void step(int i, std::span<float> latents, const Model& model, NoiseSource& noise);
+
+ protected:
+  Sampler(Schedule schedule, Prediction prediction, double init_noise_sigma);
+  virtual void advance(int i, std::span<float> latents, const Model& model, NoiseSource& noise) = 0;
+
+  // Runs the model at step i's timestep on `x` times `input_scale`; the prediction is model_output_.
+  void call_model(const Model& model, int i, std::span<const float> x, double input_scale);
+  // A tensor of `size` draws, in noise_.
+  void draw(NoiseSource& noise, std::size_t size);
+
+  Schedule schedule_;
+  Prediction prediction_;
+  std::vector<float> model_output_;
+  std::vector<float> noise_;
+
+ private:
+  double init_noise_sigma_;
+  std::vector<float> model_input_;
+  int next_step_ = 0;
+};
+
+std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const SamplerOptions& options);
+
+// "euler", "euler_a", "heun", "dpmpp_2m", "dpmpp_2m_sde", "ddim", "lcm", "unipc"; fails listing them.
+SamplerKind parse_sampler(std::string_view name);
+
+}  // namespace rf::stable_diffusion
