@@ -102,7 +102,9 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
 }
 
 GpuForward::~GpuForward() {
-  ctx_.make_current();  // the members after ctx_ free their device memory with its device current
+  // The members after ctx_ free their device memory with its device current; a destructor must not
+  // throw, and a failure here only means the frees find another device current.
+  (void)gpuSetDevice(ctx_.index());
 }
 
 MemoryFootprint GpuForward::footprint(const ModelConfig& config, std::size_t weight_bytes,
