@@ -19,7 +19,7 @@ float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
 // The patches of output pixels [first, first + count) of one image: patch p holds, for each input
 // channel c and kernel offset (ky, kx) in W's order, the input under it (0 in the padding).
-void gather_patches(const Conv2dShape& s, const float* image, std::size_t first, std::size_t count, float* patches) {
+void gather_patches(const ConvShape& s, const float* image, std::size_t first, std::size_t count, float* patches) {
   const int k = s.kernel, out_w = s.out_width();
   const std::size_t patch = static_cast<std::size_t>(s.in_channels) * k * k;
   for (std::size_t p = 0; p < count; ++p) {
@@ -41,7 +41,7 @@ void gather_patches(const Conv2dShape& s, const float* image, std::size_t first,
 
 }  // namespace
 
-void conv2d(const Conv2dShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y, ThreadPool& pool) {
+void conv2d(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y, ThreadPool& pool) {
   const std::size_t patch = static_cast<std::size_t>(s.in_channels) * s.kernel * s.kernel;
   if (w.rows != static_cast<std::size_t>(s.out_channels) || w.cols != patch) {
     fail("conv2d: weights of {} x {} for {} output channels of {} x {} x {} patches", w.rows, w.cols, s.out_channels,

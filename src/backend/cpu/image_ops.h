@@ -4,6 +4,7 @@
 // (batch, channels, height, width), row-major; token sequences are [tokens][width].
 #include <cstddef>
 
+#include "backend/conv_shape.h"
 #include "formats/weight_matrix.h"
 
 namespace rf {
@@ -12,18 +13,11 @@ class ThreadPool;
 
 namespace rf::cpu {
 
-struct Conv2dShape {
-  int batch, in_channels, height, width;
-  int out_channels, kernel, stride, padding;
-  int out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
-  int out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
-};
-
 // y = conv2d(x, W) + bias (bias may be null), square kernels, zero padding. W is [out_channels]
 // rows of in_channels * kernel * kernel values (PyTorch's [out, in, kh, kw] weight), in any stored
 // type: the convolution runs as matrix products of W with x's patches, a band of output rows at a
 // time, so that the patches never take more than a few MiB.
-void conv2d(const Conv2dShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
+void conv2d(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
             ThreadPool& pool);
 
 // GroupNorm over each of `groups` groups of channels / groups channels of each image, then

@@ -64,7 +64,7 @@ constexpr double kSums = 1e-5;
 TEST_F(ImageOps, Conv2dMatchesTorch) {
   for (const std::string name : {"conv3x3", "conv3x3_stride2", "conv1x1", "conv3x3_in4"}) {
     const nlohmann::json how = settings(name);
-    const Conv2dShape shape{static_cast<int>(dim(name + ".x", 0)), static_cast<int>(dim(name + ".x", 1)),
+    const ConvShape shape{static_cast<int>(dim(name + ".x", 0)), static_cast<int>(dim(name + ".x", 1)),
                             static_cast<int>(dim(name + ".x", 2)), static_cast<int>(dim(name + ".x", 3)),
                             static_cast<int>(dim(name + ".weight", 0)), static_cast<int>(dim(name + ".weight", 2)),
                             how.at("stride").get<int>(), how.at("padding").get<int>()};

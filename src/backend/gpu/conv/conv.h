@@ -5,17 +5,11 @@
 // works the same way, is the reference.
 #include <cstddef>
 
+#include "backend/conv_shape.h"
 #include "backend/gpu/runtime/device_context.h"
 #include "formats/weight_matrix.h"
 
 namespace rf::gpu {
-
-struct ConvShape {
-  int batch, in_channels, height, width;
-  int out_channels, kernel, stride, padding;
-  int out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
-  int out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
-};
 
 // Scratch launch_conv2d needs for this shape: a band of patches and of their products.
 std::size_t conv2d_workspace_bytes(const ConvShape& shape);

@@ -26,8 +26,6 @@ TEST_F(Conv2d, MatchesCpu) {
     DeviceBuffer<float> x_gpu(x), w32_gpu(weights), bias_gpu(bias), y_gpu(out_size);
     DeviceBuffer<std::uint16_t> w16_gpu(halves);
     DeviceBuffer<std::uint8_t> workspace(conv2d_workspace_bytes(s));
-    const cpu::Conv2dShape cpu_shape{s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.stride,
-                                     s.padding};
     const std::string name = std::to_string(s.in_channels) + "->" + std::to_string(s.out_channels) + " k" +
                              std::to_string(s.kernel) + " s" + std::to_string(s.stride) + " " +
                              std::to_string(s.height) + "x" + std::to_string(s.width);
@@ -38,7 +36,7 @@ TEST_F(Conv2d, MatchesCpu) {
       launch_conv2d(s, x_gpu.data(), {type, static_cast<std::size_t>(s.out_channels), patch, device}, bias_gpu.data(),
                     y_gpu.data(), workspace.data(), ctx());
       std::vector<float> ref(out_size);
-      cpu::conv2d(cpu_shape, x.data(), {type, static_cast<std::size_t>(s.out_channels), patch, host}, bias.data(),
+      cpu::conv2d(s, x.data(), {type, static_cast<std::size_t>(s.out_channels), patch, host}, bias.data(),
                   ref.data(), pool);
       // f16 patches: each product moves by up to 2^-11 relative; sums of up to 576 of them.
       expect_close("conv2d " + name + (type == DType::F32 ? " f32" : " f16"), y_gpu.download(), ref,
