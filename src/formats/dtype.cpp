@@ -5,7 +5,7 @@ namespace rf {
 namespace {
 // GGML type ids (ggml.h, enum ggml_type).
 constexpr std::uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12, kGgmlQ6_K = 14,
-                        kGgmlBF16 = 30;
+                        kGgmlI32 = 26, kGgmlI64 = 27, kGgmlF64 = 28, kGgmlBF16 = 30;
 }  // namespace
 
 std::optional<DType> dtype_from_ggml(std::uint32_t ggml_type) {
@@ -30,6 +30,9 @@ std::uint32_t dtype_to_ggml(DType t) {
     case DType::Q4_0: return kGgmlQ4_0;
     case DType::Q4_K: return kGgmlQ4_K;
     case DType::Q6_K: return kGgmlQ6_K;
+    case DType::F64: return kGgmlF64;
+    case DType::I32: return kGgmlI32;
+    case DType::I64: return kGgmlI64;
   }
   return kGgmlF32;
 }

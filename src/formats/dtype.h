@@ -8,7 +8,10 @@
 
 namespace rf {
 
-enum class DType : std::uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
+// F64, I32 and I64 are never weights: safetensors checkpoints carry a few integer tensors (e.g.
+// CLIP's position_ids in Stable Diffusion files) and test fixtures float64 references; they are
+// read, listed and refused where a weight is expected.
+enum class DType : std::uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, F64, I32, I64 };
 
 struct DTypeInfo {
   std::string_view name;
@@ -25,12 +28,17 @@ constexpr DTypeInfo dtype_info(DType t) {
     case DType::Q4_0: return {"q4_0", 32, 18};    // f16 scale + 16 bytes of nibbles
     case DType::Q4_K: return {"q4_k", 256, 144};  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     case DType::Q6_K: return {"q6_k", 256, 210};  // 128 bytes low nibbles, 64 bytes high bits, 16 int8 scales, f16 d
+    case DType::F64: return {"f64", 1, 8};
+    case DType::I32: return {"i32", 1, 4};
+    case DType::I64: return {"i64", 1, 8};
   }
   return {"?", 1, 1};
 }
 
 constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 constexpr bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+// The types a weight may not have.
+constexpr bool is_auxiliary(DType t) { return t == DType::F64 || t == DType::I32 || t == DType::I64; }
 
 // Bytes of one row of `cols` elements; the caller must have checked cols % block_elems == 0.
 constexpr std::size_t row_bytes(DType t, std::size_t cols) {

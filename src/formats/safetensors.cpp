@@ -33,7 +33,8 @@ struct DTypeName {
   DType dtype;
   std::string_view name;
 };
-constexpr DTypeName kDTypes[] = {{DType::F32, "F32"}, {DType::F16, "F16"}, {DType::BF16, "BF16"}};
+constexpr DTypeName kDTypes[] = {
+    {DType::F32, "F32"}, {DType::F16, "F16"}, {DType::BF16, "BF16"}, {DType::F64, "F64"}, {DType::I32, "I32"}, {DType::I64, "I64"}};
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   const auto it = std::ranges::find(kDTypes, name, &DTypeName::name);

@@ -16,7 +16,7 @@ namespace rf {
 
 struct SafetensorsTensor {
   std::string name;
-  DType dtype;                       // F32, F16 or BF16; other dtypes are rejected naming the tensor
+  DType dtype;                       // F32, F16, BF16, F64, I32 or I64; other dtypes are rejected naming the tensor
   std::vector<std::uint64_t> shape;  // row-major, as written by torch
   const void* data;                  // inside the map, range-checked
   std::uint64_t size_bytes;

@@ -8,6 +8,7 @@
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace rf {
 
@@ -18,6 +19,20 @@ std::uint64_t TensorView::elements() const {
 }
 
 std::string TensorView::shape_string() const { return fmt::format("[{}]", fmt::join(dims(), ", ")); }
+
+std::vector<float> to_f32(const std::string& source, const TensorView& view) {
+  const std::size_t n = view.elements();
+  std::vector<float> values(n);
+  const auto* halves = static_cast<const std::uint16_t*>(view.data);
+  switch (view.dtype) {
+    case DType::F32: std::copy_n(static_cast<const float*>(view.data), n, values.begin()); break;
+    case DType::F16: std::transform(halves, halves + n, values.begin(), f16_to_f32); break;
+    case DType::BF16: std::transform(halves, halves + n, values.begin(), bf16_to_f32); break;
+    case DType::F64: std::copy_n(static_cast<const double*>(view.data), n, values.begin()); break;
+    default: fail("{}: tensor {} is {}; expected f32, f16, bf16 or f64", source, view.name, dtype_name(view.dtype));
+  }
+  return values;
+}
 
 TensorView make_tensor_view(const std::string& source, std::string name, DType dtype,
                             std::span<const std::uint64_t> shape, std::uint64_t bytes, const void* data) {

@@ -47,6 +47,10 @@ struct TensorView {
 TensorView make_tensor_view(const std::string& source, std::string name, DType dtype,
                             std::span<const std::uint64_t> shape, std::uint64_t bytes, const void* data);
 
+// The values of a tensor of a floating type (f32, f16, bf16, f64) as fp32; fails naming `source`, the
+// tensor and its type otherwise.
+std::vector<float> to_f32(const std::string& source, const TensorView& view);
+
 // Named views in file order (GGUF: as the header lists them; safetensors: by position in the file,
 // shards in the order of their file names). It views the files without owning them.
 class TensorSet {

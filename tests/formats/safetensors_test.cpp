@@ -171,10 +171,21 @@ TEST_F(SafetensorsTest, RejectsMetadataWithNonStringValues) {
 }
 
 TEST_F(SafetensorsTest, RejectsUnsupportedDTypeNamingTheTensor) {
+  const auto p = path("u8.safetensors");
+  save_raw(p, R"({"mask": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", 2);
+  EXPECT_RF_ERROR(SafetensorsFile{p}, p,
+                  "tensor mask has dtype U8, which rocmforge does not support (supported: F32, F16, BF16, F64, I32, I64)");
+}
+
+// Stable Diffusion 1.x checkpoints carry CLIP's position_ids as int64: the file opens, the tensor is
+// listed with its type (and refused where a weight is read).
+TEST_F(SafetensorsTest, ReadsIntegerTensors) {
   const auto p = path("i64.safetensors");
   save_raw(p, R"({"position_ids": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]}})", 16);
-  EXPECT_RF_ERROR(SafetensorsFile{p}, p,
-                  "tensor position_ids has dtype I64, which rocmforge does not support (supported: F32, F16, BF16)");
+  const SafetensorsFile file(p);
+  const SafetensorsTensor& t = file.tensors().at("position_ids");
+  EXPECT_EQ(t.dtype, DType::I64);
+  EXPECT_EQ(t.size_bytes, 16u);
 }
 
 TEST_F(SafetensorsTest, RejectsShapeThatDisagreesWithTheOffsets) {

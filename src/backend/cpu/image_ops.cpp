@@ -16,6 +16,7 @@ namespace {
 constexpr std::size_t kBandPatchFloats = std::size_t{1} << 20;
 
 float silu(float v) { return v / (1.0f + std::exp(-v)); }
+float gelu(float v) { return 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2))); }
 
 // The patches of output pixels [first, first + count) of one image: patch p holds, for each input
 // channel c and kernel offset (ky, kx) in W's order, the input under it (0 in the padding).
@@ -115,8 +116,18 @@ void geglu(const float* x, std::size_t rows, std::size_t inner, float* y) {
     const float* hidden = x + r * 2 * inner;
     const float* gate = hidden + inner;
     for (std::size_t i = 0; i < inner; ++i) {
-      const float gelu = 0.5f * gate[i] * (1.0f + std::erf(gate[i] * static_cast<float>(M_SQRT1_2)));
-      y[r * inner + i] = hidden[i] * gelu;
+      y[r * inner + i] = hidden[i] * gelu(gate[i]);
+    }
+  }
+}
+
+void activation(const float* x, std::size_t n, Activation kind, float* y) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    switch (kind) {
+      case Activation::silu: y[i] = silu(v); break;
+      case Activation::gelu: y[i] = gelu(v); break;
+      case Activation::quick_gelu: y[i] = v / (1.0f + std::exp(-1.702f * v)); break;
     }
   }
 }
@@ -157,18 +168,19 @@ void attention(const AttentionShape& s, const float* q, const float* k, const fl
       const float* query = q + row * s.dim;
       const float* keys = k + head * s.keys * s.dim;
       const float* values = v + head * s.keys * s.dim;
+      const int seen = s.causal ? static_cast<int>(row % s.queries) + 1 : s.keys;
       float most = -INFINITY;
-      for (int j = 0; j < s.keys; ++j) {
+      for (int j = 0; j < seen; ++j) {
         float dot = 0.0f;
         for (int d = 0; d < s.dim; ++d) dot += query[d] * keys[static_cast<std::size_t>(j) * s.dim + d];
         scores[j] = dot * scale;
         most = std::max(most, scores[j]);
       }
       float total = 0.0f;
-      for (float& score : scores) total += (score = std::exp(score - most));
+      for (int j = 0; j < seen; ++j) total += (scores[j] = std::exp(scores[j] - most));
       float* out = y + row * s.dim;
       std::fill(out, out + s.dim, 0.0f);
-      for (int j = 0; j < s.keys; ++j) {
+      for (int j = 0; j < seen; ++j) {
         const float weight = scores[j] / total;
         for (int d = 0; d < s.dim; ++d) out[d] += weight * values[static_cast<std::size_t>(j) * s.dim + d];
       }

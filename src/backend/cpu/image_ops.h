@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "backend/conv_shape.h"
+#include "backend/image_backend.h"
 #include "formats/weight_matrix.h"
 
 namespace rf {
@@ -37,6 +38,9 @@ void layer_norm(const float* x, std::size_t rows, std::size_t n, const float* ga
 // of the gate; y[r][i] = hidden[i] * gelu(gate[i]), GELU exact (erf).
 void geglu(const float* x, std::size_t rows, std::size_t inner, float* y);
 
+// y = act(x) element-wise: SiLU, exact GELU (erf) or QuickGELU (x * sigmoid(1.702 x), OpenAI CLIP's).
+void activation(const float* x, std::size_t n, Activation kind, float* y);
+
 // Nearest-neighbour upsampling by 2 of `planes` planes of height x width.
 void upsample_nearest2x(const float* x, std::size_t planes, int height, int width, float* y);
 
@@ -52,8 +56,10 @@ void timestep_embedding(const float* timesteps, int n, const TimestepEmbedding& 
 
 // Non-causal attention of `batch_heads` independent heads: y[h][i] = softmax(q[h][i] . k[h]^T *
 // scale) v[h], q [batch_heads][queries][dim], k and v [batch_heads][keys][dim].
+// With `causal` (queries == keys), query i sees keys 0..i.
 struct AttentionShape {
   int batch_heads, queries, keys, dim;
+  bool causal = false;
 };
 void attention(const AttentionShape& shape, const float* q, const float* k, const float* v, float scale, float* y,
                ThreadPool& pool);

@@ -47,6 +47,9 @@ void quantize_row(DType type, const float* src, void* dst, std::size_t n) {
     case DType::Q4_0: encode_q4_0(src, static_cast<BlockQ4_0*>(dst), blocks); return;
     case DType::Q4_K: encode_q4_k(src, static_cast<BlockQ4_K*>(dst), blocks); return;
     case DType::Q6_K: encode_q6_k(src, static_cast<BlockQ6_K*>(dst), blocks); return;
+    case DType::F64:
+    case DType::I32:
+    case DType::I64: break;
   }
   fail("quantize_row: unknown dtype {}", index(type));
 }

@@ -9,7 +9,6 @@
 
 #include "model/config.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace rf::llama {
 
@@ -88,14 +87,6 @@ struct Overloaded : Fn... {
   using Fn::operator()...;
 };
 
-float plain_element(DType dtype, const void* data, std::size_t i) {
-  switch (dtype) {
-    case DType::F16: return f16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
-    default: return static_cast<const float*>(data)[i];
-  }
-}
-
 // Fills the weights it visits from the set, checking each tensor's shape against the config.
 class Reader {
  public:
@@ -103,6 +94,7 @@ class Reader {
 
   void operator()(const std::string& name, WeightMatrix& m, int rows, int cols) const {
     const TensorView& t = get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
+    if (is_auxiliary(t.dtype)) fail("{}: tensor {} is {}, not a weight type", tensors_.source(), name, dtype_name(t.dtype));
     m = {t.dtype, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), t.data};
   }
   void operator()(const std::string& name, Vector& v, int n) const { v = vector(name, n); }
@@ -116,12 +108,7 @@ class Reader {
  private:
   Vector vector(const std::string& name, int n) const {
     const TensorView& t = get(name, {static_cast<std::uint64_t>(n)});
-    if (is_quantized(t.dtype)) {
-      fail("{}: tensor {} is {}; 1-D tensors must be f32, f16 or bf16", tensors_.source(), name, dtype_name(t.dtype));
-    }
-    Vector v(n);
-    for (int i = 0; i < n; ++i) v[i] = plain_element(t.dtype, t.data, i);
-    return v;
+    return to_f32(tensors_.source(), t);
   }
 
   const TensorView& get(const std::string& name, std::initializer_list<std::uint64_t> expected) const {

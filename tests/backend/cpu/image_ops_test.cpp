@@ -16,6 +16,7 @@
 #include "formats/safetensors.h"
 #include "formats/tensor.h"
 #include "util/thread_pool.h"
+#include "util/expect_close.h"
 
 namespace rf::cpu {
 namespace {
@@ -34,23 +35,9 @@ class ImageOps : public ::testing::Test {
   nlohmann::json settings(const std::string& name) const { return nlohmann::json::parse(file_.metadata().at(name)); }
   static std::vector<float> poisoned(std::size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
 
-  // Fails unless every output is finite and max |out - ref| <= tolerance * max |ref|; prints both.
   void expect_close(const std::string& what, const std::vector<float>& out, const std::string& reference,
                     double tolerance) const {
-    const std::vector<float> ref = values(reference);
-    ASSERT_EQ(out.size(), ref.size()) << what;
-    double worst = 0, largest = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      finite = finite && std::isfinite(out[i]);
-      worst = std::max(worst, std::abs(static_cast<double>(out[i]) - ref[i]));
-      largest = std::max(largest, std::abs(static_cast<double>(ref[i])));
-    }
-    const double relative = worst / largest;
-    std::printf("[  error   ] %-24s max abs %.3e  (%.2e of max |ref|, tolerance %.0e)\n", what.c_str(), worst, relative,
-                tolerance);
-    EXPECT_TRUE(finite) << what << ": an output is not finite (unwritten?)";
-    EXPECT_LE(relative, tolerance) << what;
+    test::expect_close(what, out, values(reference), tolerance);
   }
 
   ThreadPool pool_{2};

@@ -119,7 +119,7 @@ TEST(LlamaWeights, FailsNamingTheSourceAndTheTensor) {
   TensorView quantized = all.at("model.norm.weight");
   quantized.dtype = DType::Q8_0;
   EXPECT_RF_ERROR(read(edited(all, "", &quantized)), source,
-                  "tensor model.norm.weight is q8_0; 1-D tensors must be f32, f16 or bf16");
+                  "tensor model.norm.weight is q8_0; expected f32, f16, bf16 or f64");
 }
 
 // Weights built in memory list themselves as the GGUF file they would be.

@@ -315,6 +315,9 @@ void with_decoder(DType type, F&& f) {
     case DType::Q4_0: return f(Decoder<DType::Q4_0>{});
     case DType::Q4_K: return f(Decoder<DType::Q4_K>{});
     case DType::Q6_K: return f(Decoder<DType::Q6_K>{});
+    case DType::F64:
+    case DType::I32:
+    case DType::I64: break;
   }
   throw_bad_launch("with_decoder", "unknown weight type");
 }

@@ -1,0 +1,94 @@
+#pragma once
+// Text-to-image as diffusers' StableDiffusion(XL)Pipeline computes it, with A1111's prompt
+// handling: prompts in 77-token windows (longer ones concatenated, emphasis weights applied),
+// classifier-free guidance with the negative prompt, the chosen sampler, and the VAE decode.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/image_backend.h"
+#include "models/stable_diffusion/clip_text_encoder.h"
+#include "models/stable_diffusion/config.h"
+#include "models/stable_diffusion/samplers.h"
+#include "models/stable_diffusion/unet.h"
+#include "models/stable_diffusion/vae.h"
+
+namespace rf::stable_diffusion {
+
+// A checkpoint's parts, as the pipeline reads them (they outlive it).
+struct PipelineParts {
+  const PipelineConfig& config;
+  const TensorSet& unet;
+  const TensorSet& vae;
+  const TensorSet& text_encoder;
+  const TensorSet* text_encoder_2;  // SDXL
+  const ClipTokenizer& tokenizer;
+};
+
+// Where the initial latents and the samplers' noise come from (noise.h).
+enum class Rng { torch_cpu, torch_cuda };
+
+struct GenerationOptions {
+  std::string prompt;
+  std::string negative_prompt;
+  int width = 0, height = 0;  // 0: the model's native size
+  int batch = 1;
+  SamplerOptions sampler;
+  double guidance = 7.5;  // classifier-free guidance scale; <= 1 runs the UNet on the prompt alone
+  std::uint64_t seed = 0;
+  Rng rng = Rng::torch_cpu;
+};
+
+// A prompt's text conditioning: the UNet's context [1, 77 * windows, cross_attention_dim] and, for
+// SDXL, the pooled embedding [1, projection_dim].
+struct TextConditioning {
+  std::vector<float> context;
+  int tokens = 0;
+  std::vector<float> pooled;
+};
+
+// Called after each step with (steps done, steps in all); returning false stops the run.
+using Progress = std::function<bool(int step, int steps)>;
+
+// Images as rows of RGB float triples in [0, 1]: [batch][height][width][3].
+struct Images {
+  int batch = 0, width = 0, height = 0;
+  std::vector<float> pixels;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const PipelineParts& parts, ImageBackend& backend);
+
+  // The options with the model's defaults filled in, checked (sizes, batch, steps); fails naming the
+  // option at fault.
+  GenerationOptions resolve(GenerationOptions options) const;
+  Images generate(const GenerationOptions& options, const Progress& progress = {}) const;
+  // The same from given initial noise (standard normal, [batch, 4, h, w]) and step noise.
+  Images generate(const GenerationOptions& options, std::span<const float> initial_noise, NoiseSource& step_noise,
+                  const Progress& progress = {}) const;
+
+  TextConditioning encode_prompt(const std::string& prompt) const;
+  // latents / scaling factor through the VAE, as images in [0, 1].
+  Images decode(std::span<const float> latents, int batch, int height, int width) const;
+  const PipelineConfig& config() const { return config_; }
+
+ private:
+  TextConditioning encode_windows(const std::string& prompt, std::size_t windows) const;
+  void denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& options,
+               const TextConditioning& positive, const TextConditioning* negative, NoiseSource& step_noise,
+               const Progress& progress) const;
+
+  PipelineConfig config_;
+  ImageBackend& backend_;
+  const ClipTokenizer& tokenizer_;
+  ClipTextEncoder text_encoder_;
+  std::optional<ClipTextEncoder> text_encoder_2_;
+  Unet unet_;
+  Vae vae_;
+};
+
+}  // namespace rf::stable_diffusion
