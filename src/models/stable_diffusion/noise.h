@@ -22,6 +22,9 @@
 
 namespace rf::stable_diffusion {
 
+// The generator a seed refers to: A1111's "RNG" setting (CPU or GPU, its default).
+enum class Rng { torch_cpu, torch_cuda };
+
 // Where the pipeline's and the samplers' noise comes from; tests supply recorded noise through it.
 class NoiseSource {
  public:

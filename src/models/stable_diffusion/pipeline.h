@@ -28,9 +28,6 @@ struct PipelineParts {
   const ClipTokenizer& tokenizer;
 };
 
-// Where the initial latents and the samplers' noise come from (noise.h).
-enum class Rng { torch_cpu, torch_cuda };
-
 struct GenerationOptions {
   std::string prompt;
   std::string negative_prompt;
