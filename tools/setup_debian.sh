@@ -5,6 +5,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev  # image files (Stable Diffusion)
+  python3  # the tests' independent PNG reader (tools/fixtures/png_stdlib.py)
   hipcc libamdhip64-dev  # the rocm preset (HIP 5.2); the cuda preset uses /usr/local/cuda
 )
 sudo=""

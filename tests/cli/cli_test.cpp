@@ -1,10 +1,6 @@
 // The rocmforge binary as a user runs it: exit codes and messages for good and bad input.
-#include <sys/wait.h>
-
-#include <array>
 #include <cctype>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,14 +12,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "run_command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using CliRun = rf::test::CommandRun;  // stdout and stderr together
 
 CliRun run(const std::string& args, const std::string& stdin_text = "") {
   const fs::path scratch = fs::path(ROCMFORGE_SCRATCH) / "cli";
@@ -31,13 +26,7 @@ CliRun run(const std::string& args, const std::string& stdin_text = "") {
   // ctest runs tests in parallel processes: each test gets its own input file.
   const fs::path input = scratch / (std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + ".stdin");
   std::ofstream(input, std::ios::binary) << stdin_text;
-  const std::string command = std::string(ROCMFORGE_BINARY) + " " + args + " < " + input.string() + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
+  return rf::test::run_command(std::string(ROCMFORGE_BINARY) + " " + args + " < " + input.string() + " 2>&1");
 }
 
 const std::string kModels = std::string(ROCMFORGE_FIXTURES) + "/models/";
