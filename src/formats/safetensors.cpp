@@ -26,8 +26,6 @@ constexpr std::uint64_t kHeaderLengthBytes = 8;
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
 constexpr std::uint64_t kHeaderPadding = 8;             // the reference pads the JSON with spaces to this
 constexpr std::string_view kMetadataKey = "__metadata__";
-constexpr std::string_view kSingleFile = "model.safetensors";
-constexpr std::string_view kIndexFile = "model.safetensors.index.json";
 
 struct DTypeName {
   DType dtype;
@@ -93,10 +91,14 @@ class EntryReader {
     if (!entry.is_object()) fail("{}: tensor {} has entry {}, expected a JSON object", path_, name_, show(entry));
   }
 
-  DType dtype() const {
+  std::string dtype_name() const {
     const auto& field = get("dtype");
     if (!field.is_string()) fail("{}: tensor {} has dtype {}, expected a string", path_, name_, show(field));
-    const auto name = field.get<std::string>();
+    return field.get<std::string>();
+  }
+
+  DType dtype() const {
+    const auto name = dtype_name();
     if (const auto dtype = dtype_from_name(name)) return *dtype;
     fail("{}: tensor {} has dtype {}, which rocmforge does not support (supported: {})", path_, name_, name,
          supported_dtype_names());
@@ -127,10 +129,9 @@ class EntryReader {
   const json& entry_;
 };
 
-SafetensorsTensor read_tensor(const std::string& path, const std::string& name, const json& entry,
-                              std::span<const std::uint8_t> data) {
-  const EntryReader reader(path, name, entry);
-  SafetensorsTensor t{name, reader.dtype(), reader.uints("shape"), nullptr, 0};
+// The tensor's byte range [begin, end) in the data section, checked to lie inside it.
+std::pair<std::uint64_t, std::uint64_t> read_offsets(const EntryReader& reader, const std::string& path,
+                                                     const std::string& name, std::span<const std::uint8_t> data) {
   const auto offsets = reader.uints("data_offsets");
   if (offsets.size() != 2) fail("{}: tensor {} has {} data_offsets, expected 2", path, name, offsets.size());
   const auto [begin, end] = std::pair(offsets[0], offsets[1]);
@@ -139,6 +140,13 @@ SafetensorsTensor read_tensor(const std::string& path, const std::string& name, 
     fail("{}: tensor {} has data_offsets [{}, {}] past the end of the data section ({} bytes): truncated or corrupt",
          path, name, begin, end, data.size());
   }
+  return {begin, end};
+}
+
+SafetensorsTensor read_tensor(const EntryReader& reader, const std::string& path, const std::string& name,
+                              std::span<const std::uint8_t> data) {
+  SafetensorsTensor t{name, reader.dtype(), reader.uints("shape"), nullptr, 0};
+  const auto [begin, end] = read_offsets(reader, path, name, data);
   t.size_bytes = end - begin;
   const auto expected = shape_bytes(fmt::format("{}: tensor {}", path, name), t.shape, t.dtype);
   if (expected != t.size_bytes) {
@@ -174,40 +182,42 @@ std::map<std::string, std::string> read_weight_map(const std::string& index_path
 }
 
 // Opens every shard the index lists, checking that each holds the tensors assigned to it.
-std::vector<std::unique_ptr<SafetensorsFile>> open_shards(const std::string& folder) {
+std::vector<std::unique_ptr<SafetensorsFile>> open_shards(const std::string& folder, const std::string& index,
+                                                          OtherDTypes other) {
   const fs::path dir(folder);
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   std::map<std::string, const SafetensorsFile*> by_name;
-  for (const auto& [tensor, shard] : read_weight_map((dir / kIndexFile).string())) {
+  for (const auto& [tensor, shard] : read_weight_map((dir / index).string())) {
     auto it = by_name.find(shard);
     if (it == by_name.end()) {
       const auto shard_path = dir / shard;
-      if (!fs::is_regular_file(shard_path)) fail("{}: shard {} listed in {} does not exist", folder, shard, kIndexFile);
-      files.push_back(std::make_unique<SafetensorsFile>(shard_path.string()));
+      if (!fs::is_regular_file(shard_path)) fail("{}: shard {} listed in {} does not exist", folder, shard, index);
+      files.push_back(std::make_unique<SafetensorsFile>(shard_path.string(), other));
       it = by_name.emplace(shard, files.back().get()).first;
     }
     if (!it->second->tensors().contains(tensor)) {
-      fail("{}: {} puts tensor {} in {}, which does not contain it", folder, kIndexFile, tensor, shard);
+      fail("{}: {} puts tensor {} in {}, which does not contain it", folder, index, tensor, shard);
     }
   }
   return files;
 }
 
-std::vector<std::unique_ptr<SafetensorsFile>> open_files(const std::string& folder) {
+std::vector<std::unique_ptr<SafetensorsFile>> open_files(const std::string& folder, const SafetensorsNames& names,
+                                                         OtherDTypes other) {
   const fs::path dir(folder);
   // Like transformers, prefer the single file when both layouts are present.
-  if (fs::exists(dir / kSingleFile)) {
+  if (fs::exists(dir / names.single)) {
     std::vector<std::unique_ptr<SafetensorsFile>> files;
-    files.push_back(std::make_unique<SafetensorsFile>((dir / kSingleFile).string()));
+    files.push_back(std::make_unique<SafetensorsFile>((dir / names.single).string(), other));
     return files;
   }
-  if (fs::exists(dir / kIndexFile)) return open_shards(folder);
-  fail("{}: has neither {} nor {}", folder, kSingleFile, kIndexFile);
+  if (fs::exists(dir / names.index)) return open_shards(folder, names.index, other);
+  fail("{}: has neither {} nor {}", folder, names.single, names.index);
 }
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
+SafetensorsFile::SafetensorsFile(const std::string& path, OtherDTypes other) : file_(path) {
   const auto header_length = read_header_length(file_);
   const auto header = parse_json(path, file_.bytes(kHeaderLengthBytes, header_length, "JSON header"), "the header");
   if (!header.is_object()) fail("{}: the header is not a JSON object", path);
@@ -216,8 +226,14 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   for (const auto& [name, entry] : header.items()) {
     if (name == kMetadataKey) {
       metadata_ = read_metadata(path, entry);
+      continue;
+    }
+    const EntryReader reader(path, name, entry);
+    if (other == OtherDTypes::skip && !dtype_from_name(reader.dtype_name())) {
+      read_offsets(reader, path, name, data);
+      skipped_.emplace(name, reader.dtype_name());
     } else {
-      tensors_.emplace(name, read_tensor(path, name, entry, data));
+      tensors_.emplace(name, read_tensor(reader, path, name, data));
     }
   }
   std::vector<const SafetensorsTensor*> all;
@@ -225,7 +241,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   detail::check_no_overlap(path, file_.data(), std::move(all));
 }
 
-SafetensorsSet::SafetensorsSet(const std::string& folder) : folder_(folder), files_(open_files(folder)) {
+SafetensorsSet::SafetensorsSet(const std::string& folder, const SafetensorsNames& names, OtherDTypes other)
+    : folder_(folder), files_(open_files(folder, names, other)) {
   for (const auto& file : files_) {
     for (const auto& [name, tensor] : file->tensors()) {
       if (index_.try_emplace(name, &tensor).second) continue;

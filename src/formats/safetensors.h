@@ -14,6 +14,17 @@
 
 namespace rf {
 
+// What a reader does with a tensor of a dtype rocmforge does not read (U8, BOOL, F8, ...): refuse the
+// file, or leave the tensor out (its data_offsets still checked) and list it in skipped(). Stable
+// Diffusion files may carry such tensors that no forward reads.
+enum class OtherDTypes { refuse, skip };
+
+// The file names of one checkpoint in a folder: the single file, or the index of its shards.
+struct SafetensorsNames {
+  std::string single = "model.safetensors";
+  std::string index = "model.safetensors.index.json";
+};
+
 struct SafetensorsTensor {
   std::string name;
   DType dtype;                       // F32, F16, BF16, F64, I32 or I64; other dtypes are rejected naming the tensor
@@ -24,21 +35,26 @@ struct SafetensorsTensor {
 
 class SafetensorsFile {
  public:
-  explicit SafetensorsFile(const std::string& path);  // throws rf::Error on malformed input
+  // Throws rf::Error on malformed input.
+  explicit SafetensorsFile(const std::string& path, OtherDTypes other = OtherDTypes::refuse);
   const std::string& path() const { return file_.path(); }
   const std::map<std::string, SafetensorsTensor>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::map<std::string, std::string>& skipped() const { return skipped_; }  // name -> stored dtype
 
  private:
   MappedFile file_;
   std::map<std::string, SafetensorsTensor> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::map<std::string, std::string> skipped_;
 };
 
 // All the tensors of a checkpoint folder, single file or sharded.
 class SafetensorsSet {
  public:
-  explicit SafetensorsSet(const std::string& folder);  // throws if neither layout is present
+  // Throws if neither layout is present; prefers the single file when both are.
+  explicit SafetensorsSet(const std::string& folder, const SafetensorsNames& names = {},
+                          OtherDTypes other = OtherDTypes::refuse);
   const std::string& folder() const { return folder_; }
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   const SafetensorsTensor* find(const std::string& name) const;

@@ -188,6 +188,23 @@ TEST_F(SafetensorsTest, ReadsIntegerTensors) {
   EXPECT_EQ(t.size_bytes, 16u);
 }
 
+TEST_F(SafetensorsTest, SkipsOtherDTypesWhenAskedStillCheckingTheirOffsets) {
+  const auto p = path("u8.safetensors");
+  save_raw(p,
+           R"({"mask": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+               "w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+           16);
+  const SafetensorsFile file(p, OtherDTypes::skip);
+  EXPECT_EQ(file.skipped(), (std::map<std::string, std::string>{{"mask", "U8"}}));
+  ASSERT_EQ(file.tensors().size(), 1u);
+  EXPECT_TRUE(file.tensors().contains("w"));
+
+  const auto past = path("past.safetensors");
+  save_raw(past, R"({"flag": {"dtype": "BOOL", "shape": [], "data_offsets": [8, 9]}})", 8);
+  EXPECT_RF_ERROR(SafetensorsFile(past, OtherDTypes::skip), past,
+                  "tensor flag has data_offsets [8, 9] past the end of the data section (8 bytes)");
+}
+
 TEST_F(SafetensorsTest, RejectsShapeThatDisagreesWithTheOffsets) {
   const auto p = path("size.safetensors");
   save_raw(p, R"({"w": {"dtype": "BF16", "shape": [3, 2], "data_offsets": [0, 16]}})", 16);
@@ -241,6 +258,18 @@ TEST_F(SafetensorsTest, SetReadsShards) {
   EXPECT_EQ(set.names(), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(set.get("c").size_bytes, 16u);
   EXPECT_NE(set.find("a"), nullptr);
+}
+
+TEST_F(SafetensorsTest, SetReadsOtherFileNames) {
+  const SafetensorsNames names{"diffusion_pytorch_model.fp16.safetensors",
+                               "diffusion_pytorch_model.safetensors.index.fp16.json"};
+  EXPECT_RF_ERROR(SafetensorsSet(dir().string(), names), dir().string(),
+                  "has neither diffusion_pytorch_model.fp16.safetensors nor "
+                  "diffusion_pytorch_model.safetensors.index.fp16.json");
+  save_shard("diffusion_pytorch_model.fp16-00001-of-00001.safetensors", {"a"});
+  test::write_text(path(names.index),
+                   R"({"weight_map": {"a": "diffusion_pytorch_model.fp16-00001-of-00001.safetensors"}})");
+  EXPECT_EQ(SafetensorsSet(dir().string(), names).names(), (std::vector<std::string>{"a"}));
 }
 
 TEST_F(SafetensorsTest, SetRejectsAMissingShard) {

@@ -27,6 +27,8 @@ struct ClipTextConfig {
   int projection_dim = 0;   // text_projection's width; 0 when the model has none
   int eos_token = 49407;    // pooled output = the state at the first eos_token
   ClipPadding padding = ClipPadding::EndOfText;  // the tokenizer's pad token (tokenizer_config.json)
+
+  bool operator==(const ClipTextConfig&) const = default;
 };
 
 // One resolution level of the UNet: its width, and the spatial transformers its blocks carry.
@@ -35,6 +37,8 @@ struct UnetLevel {
   bool attention = false;     // CrossAttn{Down,Up}Block2D rather than {Down,Up}Block2D
   int transformer_depth = 1;  // transformer blocks per spatial transformer (transformer_layers_per_block)
   int heads = 1;              // attention heads; head width = channels / heads
+
+  bool operator==(const UnetLevel&) const = default;
 };
 
 struct UnetConfig {
@@ -60,6 +64,7 @@ struct UnetConfig {
   int sample_size = 64;  // the latent size it was trained at (512 / 8 for SD 1.5)
 
   int time_embed_dim() const { return levels.empty() ? 0 : 4 * levels[0].channels; }
+  bool operator==(const UnetConfig&) const = default;
 };
 
 struct VaeConfig {
@@ -77,6 +82,7 @@ struct VaeConfig {
   int sample_size = 512;
 
   int downscale() const { return 1 << (static_cast<int>(block_out_channels.size()) - 1); }
+  bool operator==(const VaeConfig&) const = default;
 };
 
 // The whole pipeline's description.
@@ -89,8 +95,15 @@ struct PipelineConfig {
   SchedulerConfig scheduler;
   // SDXL: an empty negative prompt is all-zero embeddings, not the encoded empty string.
   bool force_zeros_for_empty_prompt = false;
+
+  bool operator==(const PipelineConfig&) const = default;
 };
 
 std::string architecture_name(Architecture architecture);  // "SD 1.x", "SD 2.x", "SDXL"
+
+// Fails, naming `source`, where the parts disagree with each other or with what the forwards
+// assume: widths that the heads and norm groups divide, a context as wide as the text encoders'
+// states, SDXL's pooled and size embeddings as wide as its add_embedding reads.
+void check_config(const PipelineConfig& config, const std::string& source);
 
 }  // namespace rf::stable_diffusion

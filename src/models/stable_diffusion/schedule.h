@@ -45,6 +45,8 @@ struct SchedulerConfig {
   std::optional<Spacing> spacing;
   int steps_offset = 0;
   std::optional<bool> set_alpha_to_one;  // DDIM's last step: to sigma 0, or to alphas_cumprod[0]'s
+
+  bool operator==(const SchedulerConfig&) const = default;
 };
 
 // One inference step: the model is called at `timestep` on latents at noise level `sigma`, and

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "models/stable_diffusion/config_json.h"
 #include "models/stable_diffusion/noise.h"
 #include "models/stable_diffusion/schedule.h"
 #include "util/error.h"
@@ -37,17 +38,9 @@ inline std::size_t element_count(const nlohmann::json& shape) {
 
 // The model's scheduler_config.json as the pipeline reads it, with the case's spacing override.
 inline SchedulerConfig scheduler_config(const nlohmann::json& c) {
-  const auto& file = sampling()["configs"][c["config"].get<std::string>()];
-  SchedulerConfig config;
-  config.train_timesteps = file.value("num_train_timesteps", config.train_timesteps);
-  config.beta_schedule = parse_beta_schedule(file.value("beta_schedule", "linear"));
-  config.beta_start = file.value("beta_start", config.beta_start);
-  config.beta_end = file.value("beta_end", config.beta_end);
-  config.prediction = parse_prediction(file.value("prediction_type", "epsilon"));
-  if (file.contains("timestep_spacing")) config.spacing = parse_spacing(file["timestep_spacing"].get<std::string>());
+  const auto name = c["config"].get<std::string>();
+  auto config = scheduler_config_from_json(sampling()["configs"][name], "sampling.json configs " + name);
   if (c["schedule"] == "trailing") config.spacing = Spacing::trailing;
-  config.steps_offset = file.value("steps_offset", 0);
-  if (file.contains("set_alpha_to_one")) config.set_alpha_to_one = file["set_alpha_to_one"].get<bool>();
   return config;
 }
 
