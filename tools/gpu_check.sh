@@ -3,8 +3,8 @@
 # test_gpu and rocmforge, runs the GPU tests, then the benchmarks (decode GEMV bandwidth, a decode
 # step's kernels, prefill GEMM and flash attention against the materialised version), greedy
 # generation on the GPU against the CPU, rocmforge bench on the GPU (llama3-1b, and issue #4's table
-# on the llama3-8b shape), the serving benchmark on the GPU, the decode step's kernels in place
-# (tools/kernel_timeline.py), and last the tests again under
+# on the llama3-8b shape), Stable Diffusion's bench-image (SD 1.5 and SDXL sizes) and a tiny image, the
+# serving benchmark on the GPU, the decode step's kernels in place (tools/kernel_timeline.py), and last the tests again under
 # compute-sanitizer (memcheck, racecheck) when it is installed; it ends with a summary. Logs
 # go to build/gpu-check, and are packed into $OUT/gpu-check-logs.tar.gz when OUT is set (the device
 # machine's output folder, which returns only a few files).
@@ -31,7 +31,8 @@ deps=$PWD/build/gpu-deps
 # file requires openssl, zlib and brotli, which linking rocmforge needs too).
 packages=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libpcre2-dev libpcre2-8-0
           libutf8proc-dev libutf8proc2 libgtest-dev pkgconf-bin libpkgconf3
-          libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1)
+          libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1
+          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7 libwebpmux3 libwebpdemux2)
 
 if [[ ${1:-} == --pack-deps ]]; then
   set -e
@@ -78,7 +79,7 @@ if [[ -d $deps/root ]]; then
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$usr/lib/x86_64-linux-gnu" "$usr/bin/pkgconf" >"$deps/pkg-config"
   chmod +x "$deps/pkg-config"
   export PKG_CONFIG_LIBDIR=$usr/lib/x86_64-linux-gnu/pkgconfig:$usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=$deps/root
-  configure+=("-DPKG_CONFIG_EXECUTABLE=$deps/pkg-config")
+  configure+=("-DPKG_CONFIG_EXECUTABLE=$deps/pkg-config" "-DCMAKE_PREFIX_PATH=$usr")  # the prefix: FindPNG, FindJPEG
 fi
 
 steps=()
@@ -194,6 +195,12 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
     step bench-8b-before bench_8b "$PWD/build/baseline/rocmforge"
   fi
   step bench-8b bench_8b
+  # Stable Diffusion at the published sizes, random weights (issue #23's table), and an image from the
+  # tiny SD 1.5 fixture, whose PNG comes back with the logs.
+  step sd15-bench "$rocmforge" bench-image --synthetic sd15 --device cuda -b 1,4 -r 3
+  step sdxl-bench "$rocmforge" bench-image --synthetic sdxl --device cuda -b 1 -r 2 --steps 10
+  step sd-image "$rocmforge" image -m tests/fixtures/sd/models/sd15/diffusers -p "a red apple" --steps 4 --seed 1 \
+    -W 64 -H 48 --device cuda -o "$logs/sd15-tiny.png"
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
   step serve-invariant python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda --batch-invariant
   if step build-trace cmake --build "$build" --target kernel_trace -j "$(nproc)"; then

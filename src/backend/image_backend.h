@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/activation.h"
 #include "backend/conv_shape.h"
 #include "formats/tensor.h"
 #include "formats/weight_matrix.h"
@@ -66,16 +67,20 @@ struct NormWeights {
   int channels = 0;
 };
 
-enum class Activation { silu, gelu, quick_gelu };
-
 class ImageBackend {
  public:
   virtual ~ImageBackend() = default;
 
-  // Parameters, from a checkpoint's views: a matrix of `rows` x `cols` in its stored type, and a 1-D
-  // parameter as fp32; both live as long as the backend.
-  virtual WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols) = 0;
+  // Parameters, from a checkpoint's views: a matrix of `rows` x `cols`, and a 1-D parameter as fp32;
+  // both live as long as the backend. A matrix stays in its stored type, unless `fp32_products`:
+  // then it multiplies fp32 inputs as they are (a GPU backend otherwise rounds them to the 16-bit
+  // type of the weights for its tensor cores), as a VAE that overflows fp16 needs (force_upcast).
+  virtual WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) = 0;
   virtual const float* vector(const TensorView& view) = 0;
+
+  // Device memory held: the weights and the most activations held at once (a GPU backend's pool
+  // keeps what it allocated); 0 where the backend runs in host memory.
+  virtual std::size_t device_bytes() const { return 0; }
 
   virtual Tensor upload(std::span<const float> host, std::vector<int> dims) = 0;
   virtual std::vector<float> download(const Tensor& x) = 0;

@@ -10,5 +10,7 @@ void add_tokenize_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_image_command(CLI::App& app);
+void add_bench_image_command(CLI::App& app);
 
 }  // namespace rf::cli

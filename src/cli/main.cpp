@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   rf::cli::add_info_command(app);
   rf::cli::add_bench_command(app);
   rf::cli::add_serve_command(app);
+  rf::cli::add_image_command(app);
+  rf::cli::add_bench_image_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,10 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/image_backend.h"
 #include "models/llama/cpu_forward.h"
 #include "util/error.h"
 
 #if defined(ROCMFORGE_GPU_BACKEND)
+#include "backend/gpu/image/image_backend.h"
 #include "backend/gpu/runtime/devices.h"
 #include "models/llama/gpu_forward.h"
 #endif
@@ -52,8 +54,7 @@ DeviceChoice parse_device(const std::string& device) {
   return choice;
 }
 
-std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
-                                               ThreadPool& pool, const BackendShape& shape) {
+std::optional<int> resolve_gpu(const std::string& device) {
   const DeviceChoice choice = parse_device(device);
 #if defined(ROCMFORGE_GPU_BACKEND)
   if (choice.kind == "auto" || choice.kind == kGpuDevice) {
@@ -62,11 +63,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
     if (choice.index && count > 0 && *choice.index >= count) {
       fail("--device {}: this machine has {} {} device{}", device, count, display_name(choice.kind), count == 1 ? "" : "s");
     }
-    if (count > 0) {
-      llama::GpuForwardOptions options = gpu_options(shape);
-      options.device = choice.index.value_or(0);
-      return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);
-    }
+    if (count > 0) return choice.index.value_or(0);
     if (choice.kind != "auto") {
       fail("--device {}: this build has the {} backend, but {}", device, display_name(choice.kind), scan.why_none);
     }
@@ -77,8 +74,31 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
     fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
          display_name(choice.kind), choice.kind);
   }
+  return std::nullopt;
+}
+
+std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
+                                               ThreadPool& pool, const BackendShape& shape) {
+#if defined(ROCMFORGE_GPU_BACKEND)
+  if (const std::optional<int> gpu = resolve_gpu(device)) {
+    llama::GpuForwardOptions options = gpu_options(shape);
+    options.device = *gpu;
+    return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);
+  }
+#else
+  (void)resolve_gpu(device);
+#endif
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
                                              shape.kv_blocks);
+}
+
+std::unique_ptr<ImageBackend> make_image_backend(const std::string& device, ThreadPool& pool) {
+#if defined(ROCMFORGE_GPU_BACKEND)
+  if (const std::optional<int> gpu = resolve_gpu(device)) return gpu::make_image_backend(*gpu);
+#else
+  (void)resolve_gpu(device);
+#endif
+  return std::make_unique<cpu::CpuImageBackend>(pool);
 }
 
 std::vector<std::string> built_backends() {

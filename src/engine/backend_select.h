@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/image_backend.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
 
@@ -37,6 +38,12 @@ DeviceChoice parse_device(const std::string& device);
 // such device. The checkpoint and pool must outlive it.
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
                                                ThreadPool& pool, const BackendShape& shape);
+
+// The GPU a --device value picks (by the rules above), or nullopt for the CPU.
+std::optional<int> resolve_gpu(const std::string& device);
+
+// Stable Diffusion's operations on the --device asked for (same rules); the pool must outlive it.
+std::unique_ptr<ImageBackend> make_image_backend(const std::string& device, ThreadPool& pool);
 
 // "cpu", then "cuda" or "rocm" in a GPU build.
 std::vector<std::string> built_backends();

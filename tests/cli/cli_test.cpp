@@ -12,30 +12,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "run_command.h"
+#include "cli/cli_run.h"
 
 namespace {
 
+using namespace rf::test::cli;
 namespace fs = std::filesystem;
-
-using CliRun = rf::test::CommandRun;  // stdout and stderr together
-
-CliRun run(const std::string& args, const std::string& stdin_text = "") {
-  const fs::path scratch = fs::path(ROCMFORGE_SCRATCH) / "cli";
-  fs::create_directories(scratch);
-  // ctest runs tests in parallel processes: each test gets its own input file.
-  const fs::path input = scratch / (std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + ".stdin");
-  std::ofstream(input, std::ios::binary) << stdin_text;
-  return rf::test::run_command(std::string(ROCMFORGE_BINARY) + " " + args + " < " + input.string() + " 2>&1");
-}
-
-const std::string kModels = std::string(ROCMFORGE_FIXTURES) + "/models/";
-
-fs::path scratch_file(const std::string& name) {
-  const fs::path dir = fs::path(ROCMFORGE_SCRATCH) / "cli";
-  fs::create_directories(dir);
-  return dir / name;
-}
 
 TEST(Cli, GenerateIsDeterministicForASeedAndReportsSpeed) {
   const std::string args = "generate -m " + kModels + "qwen3 -p 'Hello world' -n 12 --seed 7 --temp 0.9 --ignore-eos";
@@ -194,13 +176,6 @@ TEST(Cli, InfoTensorsNeedsAModel) {
   const CliRun r = run("info --tensors");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
-}
-
-// Every bad input ends with a message naming the problem and exit code 1, never a crash.
-void expect_clean_failure(const std::string& args, const std::string& needle) {
-  const CliRun r = run(args);
-  EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
-  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
 }
 
 TEST(Cli, BadModelPathsFailCleanly) {

@@ -35,7 +35,7 @@ void move_heads(const float* x, int batch, int tokens, int heads, int d, float* 
 
 }  // namespace
 
-WeightMatrix CpuImageBackend::matrix(const TensorView& view, std::size_t rows, std::size_t cols) {
+WeightMatrix CpuImageBackend::matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool) {
   if (is_auxiliary(view.dtype)) fail("tensor {} is {}, not a weight type", view.name, dtype_name(view.dtype));
   if (view.elements() != rows * cols || (is_quantized(view.dtype) && view.row_elements() != cols)) {
     fail("tensor {} has shape {}, expected {} x {} values", view.name, view.shape_string(), rows, cols);

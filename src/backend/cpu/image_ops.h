@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "backend/conv_shape.h"
-#include "backend/image_backend.h"
+#include "backend/activation.h"
 #include "formats/weight_matrix.h"
 
 namespace rf {

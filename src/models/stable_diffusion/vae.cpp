@@ -12,7 +12,7 @@ constexpr float kVaeEps = 1e-6f;
 }  // namespace
 
 Vae::Vae(const TensorSet& tensors, const VaeConfig& config, ImageBackend& backend) : config_(config), backend_(backend) {
-  const ParameterReader p(tensors, backend);
+  const ParameterReader p(tensors, backend, {}, config.force_upcast);
   encoder_ = read_encoder(p["encoder"]);
   decoder_ = read_decoder(p["decoder"]);
   const int moments = 2 * config.latent_channels;

@@ -90,4 +90,15 @@ bool image_attention_supports(int head_dim);  // 40, 64, 80, 128 and 160
 void launch_image_attention(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
                             int head_dim, float scale, float* y, const DeviceContext& ctx);
 
+// The same for any head width and optionally causal (query i sees keys 0..i), by two matrix products a
+// head around a row softmax (attention_by_products.cu); workspace holds attention_by_products_bytes.
+std::size_t attention_by_products_bytes(int queries, int keys, int head_dim);
+void launch_attention_by_products(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
+                                  int head_dim, float scale, bool causal, float* y, void* workspace,
+                                  const DeviceContext& ctx);
+
+// Row r of `rows` rows of n values: softmax(scale * x) over its first values (all of them, or
+// first_row + r + 1 with `causal`), zeros after; in place.
+void launch_softmax_rows(float* x, int rows, int n, float scale, int first_row, bool causal, const DeviceContext& ctx);
+
 }  // namespace rf::gpu

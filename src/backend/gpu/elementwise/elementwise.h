@@ -3,6 +3,7 @@
 // Diffusion's GEGLU and upsampling (image_elementwise.cu).
 #include <cstddef>
 
+#include "backend/activation.h"
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/runtime/device_context.h"
 
@@ -27,5 +28,23 @@ void launch_geglu(const float* x, std::size_t rows, std::size_t inner, float* y,
 // Nearest-neighbour upsampling by 2 of `planes` planes of height x width.
 void launch_upsample_nearest2x(const float* x, std::size_t planes, int height, int width, float* y,
                                const DeviceContext& ctx);
+// Nearest-neighbour resizing to any size, as torch's F.interpolate(mode="nearest").
+void launch_resize_nearest(const float* x, std::size_t planes, int in_h, int in_w, int out_h, int out_w, float* y,
+                           const DeviceContext& ctx);
+
+// y = act(x) for n values (SiLU, exact GELU or QuickGELU); y may alias x.
+void launch_activation(const float* x, std::size_t n, Activation kind, float* y, const DeviceContext& ctx);
+// y = a + b for n values; y may alias a or b.
+void launch_add(const float* a, const float* b, std::size_t n, float* y, const DeviceContext& ctx);
+// y[p][i] = x[p][i] + v[p] for `planes` planes of `pixels` values (a time embedding added per channel).
+void launch_add_per_plane(const float* x, const float* v, std::size_t planes, std::size_t pixels, float* y,
+                          const DeviceContext& ctx);
+// Planes of height x width into planes of (height + 1) x (width + 1), the new row and column zero.
+void launch_pad_bottom_right(const float* x, std::size_t planes, int height, int width, float* y,
+                             const DeviceContext& ctx);
+// y[b][c][r][k] = x[b][r][c][k]: x [batch][rows][cols][inner] with its middle dimensions swapped
+// (NCHW <-> tokens with inner 1; [tokens][heads][d] <-> [heads][tokens][d] with inner d).
+void launch_transpose(const float* x, std::size_t batch, std::size_t rows, std::size_t cols, std::size_t inner, float* y,
+                      const DeviceContext& ctx);
 
 }  // namespace rf::gpu

@@ -1,16 +1,13 @@
 #pragma once
-// Kernels only the tests and benchmarks use, beside the library's: a row softmax (the reference the
-// materialised attention builds on), attention with its own workspace, and the O(S^2) materialised
-// attention that flash attention replaces (the prefill benchmark's baseline).
+// Kernels only the tests and benchmarks use, beside the library's: attention with its own workspace,
+// and the O(S^2) materialised attention that flash attention replaces (the prefill benchmark's
+// baseline).
 #include <cstddef>
 
 #include "backend/gpu/attention/attention.h"
 #include "backend/gpu/runtime/device_context.h"
 
 namespace rf::gpu::test {
-
-// In-place softmax over each of `rows` rows of n values.
-void launch_softmax(float* x, int rows, int n, const DeviceContext& ctx);
 
 // launch_attention_planned with plan_attention's plan and a workspace of its own (grown, never shrunk) for
 // ctx, on ctx's stream. out[t, h*head_dim + d] = softmax(q_t,h . K^T * scale) V over the cached

@@ -1,0 +1,294 @@
+#include "backend/gpu/image/image_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "backend/gpu/attention/attention.h"
+#include "backend/gpu/conv/conv.h"
+#include "backend/gpu/elementwise/elementwise.h"
+#include "backend/gpu/embedding/embedding.h"
+#include "backend/gpu/gemm/gemm.h"
+#include "backend/gpu/norm/norm.h"
+#include "backend/gpu/runtime/device_buffer.h"
+#include "util/error.h"
+
+namespace rf::gpu {
+
+namespace {
+
+// Device memory for activations, kept by size once freed and handed out again: a UNet step frees
+// and allocates the same few sizes hundreds of times. Every use is on the one stream, so memory one
+// operation frees may serve the next at once.
+class TensorPool {
+ public:
+  static std::shared_ptr<float> take(const std::shared_ptr<TensorPool>& pool, std::size_t floats) {
+    auto& free = pool->free_[floats];
+    float* p = nullptr;
+    if (free.empty()) {
+      p = static_cast<float*>(DeviceMemory::allocate(std::max<std::size_t>(floats, 1) * sizeof(float)));
+      pool->allocated_ += floats * sizeof(float);
+    } else {
+      p = free.back();
+      free.pop_back();
+    }
+    return {p, [floats, weak = std::weak_ptr<TensorPool>(pool)](float* q) {
+              if (const auto alive = weak.lock()) alive->free_[floats].push_back(q);
+              else DeviceMemory::release(q);
+            }};
+  }
+  std::size_t allocated() const { return allocated_; }
+  ~TensorPool() {
+    for (auto& [floats, pointers] : free_)
+      for (float* p : pointers) DeviceMemory::release(p);
+  }
+
+ private:
+  std::map<std::size_t, std::vector<float*>> free_;
+  std::size_t allocated_ = 0;  // never given back while the pool lives: the high-water mark
+};
+
+std::size_t planes(const Tensor& x) { return static_cast<std::size_t>(x.dim(0)) * x.dim(1); }
+
+void expect_rank(const Tensor& x, int rank, const char* op) {
+  if (x.rank() != rank) fail("{}: a tensor of rank {} where {} was expected", op, x.rank(), rank);
+}
+
+class GpuImageBackend final : public ImageBackend {
+ public:
+  GpuImageBackend(const DeviceContext& ctx, ProductInputs products) : ctx_(ctx), products_(products) {}
+  GpuImageBackend(std::unique_ptr<DeviceContext> owned, ProductInputs products)
+      : owned_(std::move(owned)), ctx_(*owned_), products_(products) {}
+  ~GpuImageBackend() override { (void)gpuStreamSynchronize(ctx_.stream()); }
+
+  WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) override {
+    if (is_quantized(view.dtype) || is_auxiliary(view.dtype)) {
+      fail("tensor {} is {}; the GPU backend takes Stable Diffusion weights in f32, f16 or bf16", view.name,
+           dtype_name(view.dtype));
+    }
+    if (view.elements() != rows * cols) {
+      fail("tensor {} has shape {}, expected {} x {} values", view.name, view.shape_string(), rows, cols);
+    }
+    if (fp32_products || products_ == ProductInputs::fp32) {
+      // f32 weights: launch_gemm then multiplies fp32 inputs unrounded (cuBLAS SGEMM, no TF32).
+      const std::vector<float> values = to_f32(view.name, view);
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(values.data());
+      return {DType::F32, rows, cols, weights_.emplace_back(bytes, values.size() * sizeof(float)).data()};
+    }
+    const auto* bytes = static_cast<const std::uint8_t*>(view.data);
+    return {view.dtype, rows, cols, weights_.emplace_back(bytes, view.bytes).data()};
+  }
+
+  std::size_t device_bytes() const override {
+    std::size_t bytes = pool_->allocated();
+    for (const auto& w : weights_) bytes += w.bytes();
+    for (const auto& v : vectors_) bytes += v.bytes();
+    return bytes;
+  }
+
+  const float* vector(const TensorView& view) override {
+    return vectors_.emplace_back(to_f32(view.name, view)).data();
+  }
+
+  Tensor upload(std::span<const float> host, std::vector<int> dims) override {
+    Tensor t = make(std::move(dims));
+    if (host.size() != t.elements()) fail("upload of {} values into a tensor of {}", host.size(), t.elements());
+    RF_GPU_CHECK(gpuMemcpyAsync(t.data(), host.data(), host.size_bytes(), gpuMemcpyHostToDevice, ctx_.stream()));
+    ctx_.synchronize();  // `host` may go as soon as this returns
+    return t;
+  }
+
+  std::vector<float> download(const Tensor& x) override {
+    std::vector<float> host(x.elements());
+    RF_GPU_CHECK(gpuMemcpyAsync(host.data(), x.data(), host.size() * sizeof(float), gpuMemcpyDeviceToHost, ctx_.stream()));
+    ctx_.synchronize();
+    return host;
+  }
+
+  Tensor conv2d(const Tensor& x, const ConvWeights& w, int stride, int padding) override {
+    expect_rank(x, 4, "conv2d");
+    if (x.dim(1) != w.in_channels) fail("conv2d: {} input channels where the weights take {}", x.dim(1), w.in_channels);
+    const ConvShape shape{x.dim(0), x.dim(1), x.dim(2), x.dim(3), static_cast<int>(w.w.rows), w.kernel, stride, padding};
+    Tensor y = make({shape.batch, shape.out_channels, shape.out_height(), shape.out_width()});
+    const Tensor workspace = scratch(conv2d_workspace_bytes(shape));
+    launch_conv2d(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
+    return y;
+  }
+
+  Tensor pad_bottom_right(const Tensor& x) override {
+    expect_rank(x, 4, "pad_bottom_right");
+    Tensor y = make({x.dim(0), x.dim(1), x.dim(2) + 1, x.dim(3) + 1});
+    launch_pad_bottom_right(x.data(), planes(x), x.dim(2), x.dim(3), y.data(), ctx_);
+    return y;
+  }
+
+  Tensor group_norm(const Tensor& x, const NormWeights& norm, int groups, float eps, bool silu) override {
+    expect_rank(x, 4, "group_norm");
+    Tensor y = make(x.dims());
+    launch_group_norm(x.data(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3), groups, norm.gamma, norm.beta, eps, silu,
+                      y.data(), ctx_);
+    return y;
+  }
+
+  Tensor layer_norm(const Tensor& x, const NormWeights& norm, float eps) override {
+    Tensor y = make(x.dims());
+    const int n = x.dim(-1);
+    launch_layer_norm(x.data(), static_cast<int>(x.elements() / n), n, norm.gamma, norm.beta, eps, y.data(), ctx_);
+    return y;
+  }
+
+  Tensor linear(const Tensor& x, const LinearWeights& w) override {
+    if (static_cast<std::size_t>(x.dim(-1)) != w.w.cols) {
+      fail("linear: input width {} where the weights take {}", x.dim(-1), w.w.cols);
+    }
+    std::vector<int> dims = x.dims();
+    dims.back() = static_cast<int>(w.w.rows);
+    Tensor y = make(std::move(dims));
+    const int rows = static_cast<int>(x.elements() / w.w.cols);
+    launch_gemm(ctx_, w.w, x.data(), rows, y.data());
+    if (w.bias) launch_add_bias(y.data(), w.bias, rows, static_cast<int>(w.w.rows), ctx_);
+    return y;
+  }
+
+  Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, bool causal) override {
+    expect_rank(q, 3, "attention");
+    const int batch = q.dim(0), queries = q.dim(1), keys = k.dim(1), d = q.dim(2) / heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    // The kernels take [batch * heads][tokens][d].
+    const auto apart = [&](const Tensor& x, int tokens) {
+      if (heads == 1) return x;
+      Tensor y = make(x.dims());
+      launch_transpose(x.data(), batch, tokens, heads, d, y.data(), ctx_);
+      return y;
+    };
+    const Tensor qh = apart(q, queries), kh = apart(k, keys), vh = apart(v, keys);
+    Tensor yh = make(q.dims());
+    if (!causal && image_attention_supports(d)) {
+      launch_image_attention(qh.data(), kh.data(), vh.data(), batch * heads, queries, keys, d, scale, yh.data(), ctx_);
+    } else {
+      const Tensor workspace = scratch(attention_by_products_bytes(queries, keys, d));
+      launch_attention_by_products(qh.data(), kh.data(), vh.data(), batch * heads, queries, keys, d, scale, causal,
+                                   yh.data(), workspace.data(), ctx_);
+    }
+    if (heads == 1) return yh;
+    Tensor y = make(q.dims());
+    launch_transpose(yh.data(), batch, heads, queries, d, y.data(), ctx_);
+    return y;
+  }
+
+  Tensor activation(const Tensor& x, Activation kind) override {
+    Tensor y = make(x.dims());
+    launch_activation(x.data(), x.elements(), kind, y.data(), ctx_);
+    return y;
+  }
+
+  Tensor geglu(const Tensor& x) override {
+    std::vector<int> dims = x.dims();
+    dims.back() /= 2;
+    Tensor y = make(dims);
+    launch_geglu(x.data(), x.elements() / (2 * dims.back()), dims.back(), y.data(), ctx_);
+    return y;
+  }
+
+  Tensor add(const Tensor& a, const Tensor& b) override {
+    if (a.dims() != b.dims()) fail("add: tensors of different shapes");
+    Tensor y = make(a.dims());
+    launch_add(a.data(), b.data(), a.elements(), y.data(), ctx_);
+    return y;
+  }
+
+  Tensor add_per_channel(const Tensor& x, const Tensor& v) override {
+    expect_rank(x, 4, "add_per_channel");
+    Tensor y = make(x.dims());
+    launch_add_per_plane(x.data(), v.data(), planes(x), x.elements() / planes(x), y.data(), ctx_);
+    return y;
+  }
+
+  Tensor concat_channels(const Tensor& a, const Tensor& b) override {
+    expect_rank(a, 4, "concat_channels");
+    Tensor y = make({a.dim(0), a.dim(1) + b.dim(1), a.dim(2), a.dim(3)});
+    const std::size_t a_bytes = a.elements() / a.dim(0) * sizeof(float), b_bytes = b.elements() / b.dim(0) * sizeof(float);
+    auto* out = reinterpret_cast<std::uint8_t*>(y.data());
+    const auto* a_in = reinterpret_cast<const std::uint8_t*>(a.data());
+    const auto* b_in = reinterpret_cast<const std::uint8_t*>(b.data());
+    for (int n = 0; n < a.dim(0); ++n) {
+      std::uint8_t* image = out + n * (a_bytes + b_bytes);
+      RF_GPU_CHECK(gpuMemcpyAsync(image, a_in + n * a_bytes, a_bytes, gpuMemcpyDeviceToDevice, ctx_.stream()));
+      RF_GPU_CHECK(gpuMemcpyAsync(image + a_bytes, b_in + n * b_bytes, b_bytes, gpuMemcpyDeviceToDevice, ctx_.stream()));
+    }
+    return y;
+  }
+
+  Tensor resize_nearest(const Tensor& x, int height, int width) override {
+    expect_rank(x, 4, "resize_nearest");
+    Tensor y = make({x.dim(0), x.dim(1), height, width});
+    if (height == 2 * x.dim(2) && width == 2 * x.dim(3)) {
+      launch_upsample_nearest2x(x.data(), planes(x), x.dim(2), x.dim(3), y.data(), ctx_);
+    } else {
+      launch_resize_nearest(x.data(), planes(x), x.dim(2), x.dim(3), height, width, y.data(), ctx_);
+    }
+    return y;
+  }
+
+  Tensor to_tokens(const Tensor& image) override {
+    expect_rank(image, 4, "to_tokens");
+    const int n = image.dim(0), c = image.dim(1), hw = image.dim(2) * image.dim(3);
+    Tensor y = make({n, hw, c});
+    launch_transpose(image.data(), n, c, hw, 1, y.data(), ctx_);
+    return y;
+  }
+
+  Tensor to_image(const Tensor& tokens, int height, int width) override {
+    expect_rank(tokens, 3, "to_image");
+    const int n = tokens.dim(0), c = tokens.dim(2);
+    if (tokens.dim(1) != height * width) fail("to_image: {} tokens for a {}x{} image", tokens.dim(1), width, height);
+    Tensor y = make({n, c, height, width});
+    launch_transpose(tokens.data(), n, height * width, c, 1, y.data(), ctx_);
+    return y;
+  }
+
+  Tensor embed(const WeightMatrix& table, std::span<const int> ids) override {
+    std::vector<std::int32_t> tokens(ids.begin(), ids.end());
+    for (const std::int32_t id : tokens) {
+      if (id < 0 || static_cast<std::size_t>(id) >= table.rows) fail("token id {} outside the embedding table", id);
+    }
+    const DeviceBuffer<std::int32_t> device_ids(tokens);
+    Tensor y = make({static_cast<int>(ids.size()), static_cast<int>(table.cols)});
+    launch_embedding(table, device_ids.data(), static_cast<int>(ids.size()), y.data(), ctx_);
+    ctx_.synchronize();  // device_ids goes at the end of this scope
+    return y;
+  }
+
+  Tensor timestep_embedding(std::span<const float> timesteps, int dim, bool flip_sin_to_cos, float freq_shift) override {
+    const Tensor t = upload(timesteps, {static_cast<int>(timesteps.size())});
+    Tensor y = make({static_cast<int>(timesteps.size()), dim});
+    launch_timestep_embedding(t.data(), static_cast<int>(timesteps.size()), dim, flip_sin_to_cos, freq_shift, 10000.0f,
+                              y.data(), ctx_);
+    return y;
+  }
+
+ private:
+  Tensor make(std::vector<int> dims) { return {TensorPool::take(pool_, Tensor::count(dims)), std::move(dims)}; }
+  // At least `bytes` of device scratch, for as long as the returned tensor lives.
+  Tensor scratch(std::size_t bytes) { return make({static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))}); }
+
+  std::unique_ptr<DeviceContext> owned_;  // a context of its own, or none
+  const DeviceContext& ctx_;
+  ProductInputs products_;
+  std::shared_ptr<TensorPool> pool_ = std::make_shared<TensorPool>();
+  std::deque<DeviceBuffer<std::uint8_t>> weights_;
+  std::deque<DeviceBuffer<float>> vectors_;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageBackend> make_image_backend(const DeviceContext& ctx, ProductInputs products) {
+  return std::make_unique<GpuImageBackend>(ctx, products);
+}
+
+std::unique_ptr<ImageBackend> make_image_backend(int device, ProductInputs products) {
+  return std::make_unique<GpuImageBackend>(std::make_unique<DeviceContext>(device), products);
+}
+
+}  // namespace rf::gpu

@@ -1,0 +1,146 @@
+// rocmforge image: text to image with a Stable Diffusion checkpoint, written as PNG with A1111's
+// "parameters" text so that the image can be dropped back into A1111 or ComfyUI.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "engine/backend_select.h"
+#include "formats/image_file.h"
+#include "models/stable_diffusion/checkpoint.h"
+#include "models/stable_diffusion/generation_parameters.h"
+#include "models/stable_diffusion/pipeline.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace rf::cli {
+
+namespace sd = rf::stable_diffusion;
+
+namespace {
+
+struct ImageFlags {
+  std::string model, vae, config, prediction, output = "output.png";
+  std::string sampler = "euler_a", schedule = "default", rng = "cpu", device = "auto";
+  sd::GenerationOptions options;
+  int threads = 0;
+  CLI::Option* seed = nullptr;
+};
+
+// "out.png" for one image; "out-1.png", "out-2.png", ... for a batch.
+std::string output_path(const std::string& output, int index, int batch) {
+  if (batch == 1) return output;
+  const std::filesystem::path p(output);
+  return (p.parent_path() / fmt::format("{}-{}{}", p.stem().string(), index + 1, p.extension().string())).string();
+}
+
+Image to_rgb8(const sd::Images& images, int index) {
+  Image image{images.width, images.height, 3, {}};
+  const std::size_t n = static_cast<std::size_t>(images.width) * images.height * 3;
+  image.pixels.resize(n);
+  for (std::size_t i = 0; i < n; ++i) image.pixels[i] = static_cast<std::uint8_t>(images.pixels[index * n + i] * 255.0f + 0.5f);
+  return image;
+}
+
+// A line on stderr redrawn each step: the bar, the step count and the steps per second.
+sd::Progress progress_bar() {
+  const auto start = std::chrono::steady_clock::now();
+  return [start](int step, int steps) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int filled = step * 30 / steps;
+    fmt::print(stderr, "\r[{}{}] {}/{} steps, {:.2f} it/s", std::string(filled, '#'), std::string(30 - filled, ' '), step,
+               steps, seconds > 0 ? step / seconds : 0.0);
+    if (step == steps) fmt::print(stderr, "\n");
+    return true;
+  };
+}
+
+void run(ImageFlags& f) {
+  sd::GenerationOptions& o = f.options;
+  o.sampler.kind = sd::parse_sampler(f.sampler);
+  o.sampler.sigmas = f.schedule == "default" ? sd::SigmaSchedule::model_default : sd::parse_sigma_schedule(f.schedule);
+  if (f.rng != "cpu" && f.rng != "cuda") fail("--rng {}: expected cpu (torch's CPU generator) or cuda (torch's CUDA generator)", f.rng);
+  o.rng = f.rng == "cpu" ? sd::Rng::torch_cpu : sd::Rng::torch_cuda;
+  if (!f.seed->count()) o.seed = std::random_device{}();
+
+  sd::OpenOptions open;
+  open.vae = f.vae;
+  open.config = f.config;
+  if (!f.prediction.empty()) open.prediction = sd::parse_prediction(f.prediction);
+  open.clip_vocab = ROCMFORGE_CLIP_VOCAB;
+  const sd::Checkpoint checkpoint = sd::Checkpoint::open(f.model, open);
+  ThreadPool pool(f.threads);
+  const std::unique_ptr<ImageBackend> backend = make_image_backend(f.device, pool);
+  const sd::Pipeline pipeline({checkpoint.config(), checkpoint.unet(), checkpoint.vae(), checkpoint.text_encoder(),
+                               checkpoint.text_encoder_2(), checkpoint.tokenizer()},
+                              *backend);
+  o = pipeline.resolve(o);
+  fmt::print(stderr, "{} ({}), {}x{}, {} steps of {}, seed {}\n", f.model, sd::architecture_name(checkpoint.config().architecture),
+             o.width, o.height, o.sampler.steps, f.sampler, o.seed);
+  const sd::Images images = pipeline.generate(o, progress_bar());
+
+  sd::GenerationParameters p;
+  p.prompt = o.prompt;
+  p.negative_prompt = o.negative_prompt;
+  p.steps = o.sampler.steps;
+  p.sampler = o.sampler.kind;
+  p.schedule = o.sampler.sigmas;
+  p.cfg_scale = o.guidance;
+  p.width = o.width;
+  p.height = o.height;
+  p.model_name = std::filesystem::path(f.model).stem().string();
+  p.rng = o.rng;
+  p.version = "rocmforge " ROCMFORGE_VERSION;
+  for (int i = 0; i < images.batch; ++i) {
+    p.seed = o.seed;  // one draw for the whole batch, as a diffusers generator makes it
+    const std::string path = output_path(f.output, i, images.batch);
+    write_png(path, to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}});
+    fmt::print(stderr, "wrote {}\n", path);
+  }
+}
+
+}  // namespace
+
+void add_image_command(CLI::App& app) {
+  auto flags = std::make_shared<ImageFlags>();
+  auto& o = flags->options;
+  auto* cmd = app.add_subcommand("image", "Make an image from a prompt with a Stable Diffusion checkpoint");
+  cmd->add_option("-m,--model", flags->model,
+                  "A diffusers folder (model_index.json, unet/, vae/, text_encoder/...) or a single .safetensors "
+                  "checkpoint (SD 1.x, 2.x, XL)")
+      ->required();
+  cmd->add_option("-p,--prompt", o.prompt, "The prompt; A1111's (emphasis), [de-emphasis], (word:1.3) and BREAK work")
+      ->required();
+  cmd->add_option("-n,--negative-prompt", o.negative_prompt, "What the image should not show");
+  cmd->add_option("--steps", o.sampler.steps, "Sampling steps")->check(CLI::Range(1, 1000))->capture_default_str();
+  cmd->add_option("--cfg", o.guidance, "Classifier-free guidance scale (<= 1: none, the negative prompt unused)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--sampler", flags->sampler, "euler, euler_a, heun, dpmpp_2m, dpmpp_2m_sde, ddim, lcm or unipc")
+      ->capture_default_str();
+  cmd->add_option("--schedule", flags->schedule, "Sigma schedule: default (the model's), karras, exponential or sgm_uniform")
+      ->capture_default_str();
+  cmd->add_option("--eta", o.sampler.eta, "DDIM's eta (0: deterministic)")->check(CLI::Range(0.0, 1.0));
+  flags->seed = cmd->add_option("--seed", o.seed, "Seed of the noise (random when not given; printed)");
+  cmd->add_option("--rng", flags->rng,
+                  "Noise generator: cpu (torch.manual_seed + torch.randn on the CPU, as diffusers scripts) or cuda "
+                  "(torch's CUDA generator, as A1111 and ComfyUI on a GPU)")
+      ->capture_default_str();
+  cmd->add_option("-W,--width", o.width, "Width in pixels, a multiple of 8 (default: the model's native size)");
+  cmd->add_option("-H,--height", o.height, "Height in pixels, a multiple of 8 (default: the model's native size)");
+  cmd->add_option("--batch", o.batch, "Images to make at once (out-1.png, out-2.png, ...)")->check(CLI::Range(1, 64));
+  cmd->add_option("--vae", flags->vae, "A separate VAE: a .safetensors file (original or diffusers names) or folder");
+  cmd->add_option("--config", flags->config,
+                  "A diffusers folder whose configs describe a single-file checkpoint (as diffusers' from_single_file(config=))");
+  cmd->add_option("--prediction", flags->prediction, "Override the model's prediction type: epsilon or v_prediction");
+  cmd->add_option("--device", flags->device, "auto (the first GPU, else the CPU), cpu, cuda[:N] or rocm[:N]")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads, "CPU threads (0: one per hardware thread)");
+  cmd->add_option("-o,--output", flags->output, "The PNG to write")->capture_default_str();
+  cmd->callback([flags] { run(*flags); });
+}
+
+}  // namespace rf::cli

@@ -1,0 +1,67 @@
+// rocmforge image with the tiny SD checkpoints: the PNG it writes, its A1111 parameters, and the
+// messages for bad input.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+#include "formats/image_file.h"
+#include "models/stable_diffusion/generation_parameters.h"
+
+namespace {
+
+using namespace rf::test::cli;
+
+const std::string kSd = std::string(ROCMFORGE_FIXTURES) + "/sd/models/";
+
+TEST(ImageCommand, WritesAPngWithA1111Parameters) {
+  const fs::path out = scratch_file("image-sd15.png");
+  fs::remove(out);
+  const CliRun r = run("image -m " + kSd + "sd15/diffusers -p \"a red (apple:1.2)\" -n blurry --steps 3 --seed 7 "
+                       "--sampler dpmpp_2m --schedule karras -W 64 -H 48 --device cpu -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3/3 steps"), std::string::npos) << r.output;
+  const rf::Image image = rf::read_image(out.string());
+  EXPECT_EQ(image.width, 64);
+  EXPECT_EQ(image.height, 48);
+
+  const auto texts = rf::read_png_texts(out.string());
+  ASSERT_EQ(texts.size(), 1u);
+  EXPECT_EQ(texts[0].key, "parameters");
+  const auto info = rf::stable_diffusion::parse_infotext(texts[0].text);
+  EXPECT_EQ(info.prompt, "a red (apple:1.2)");
+  EXPECT_EQ(info.negative_prompt, "blurry");
+  const auto field = [&](const char* key) { return info.find(key) ? *info.find(key) : std::string("(none)"); };
+  EXPECT_EQ(field("Steps"), "3");
+  EXPECT_EQ(field("Sampler"), "DPM++ 2M");
+  EXPECT_EQ(field("Schedule type"), "Karras");
+  EXPECT_EQ(field("Seed"), "7");
+  EXPECT_EQ(field("Size"), "64x48");
+  EXPECT_EQ(field("RNG"), "CPU");
+}
+
+TEST(ImageCommand, TheSameSeedGivesTheSameImageFromFolderAndSingleFile) {
+  const std::string args = "-p \"a lighthouse\" --steps 2 --seed 3 -W 64 -H 48 --device cpu --sampler euler_a -o ";
+  const fs::path a = scratch_file("image-folder.png"), b = scratch_file("image-single.png");
+  ASSERT_EQ(run("image -m " + kSd + "sd15/diffusers " + args + a.string()).exit_code, 0);
+  const CliRun single = run("image -m " + kSd + "sd15/checkpoint.safetensors --config " + kSd + "sd15/diffusers " + args +
+                            b.string());
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_EQ(rf::read_image(a.string()).pixels, rf::read_image(b.string()).pixels);
+}
+
+TEST(ImageCommand, BadInputFailsCleanly) {
+  const std::string model = "image -m " + kSd + "sd15/diffusers -p x -o " + scratch_file("bad.png").string();
+  expect_clean_failure(model + " --device cpu -W 60", "width 60 is not a positive multiple of 8");
+  expect_clean_failure(model + " --device cpu --sampler nope", "unknown sampler 'nope'");
+  expect_clean_failure(model + " --device cpu --schedule nope", "nope");
+  expect_clean_failure(model + " --device cpu --rng gpu", "--rng gpu");
+  expect_clean_failure(model + " --device warp", "unknown device 'warp'");
+  expect_clean_failure("image -m /no/such/model -p x", "/no/such/model");
+  const fs::path pickle = scratch_file("model.ckpt");
+  std::ofstream(pickle) << "PK\3\4 not really";
+  expect_clean_failure("image -m " + pickle.string() + " -p x", "pickle");
+  expect_clean_failure("image -m " + kSd + "sd15_inpaint/diffusers -p x --device cpu", "inpainting model");
+}
+
+}  // namespace
