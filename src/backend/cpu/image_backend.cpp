@@ -135,6 +135,7 @@ Tensor CpuImageBackend::activation(const Tensor& x, Activation kind) {
 }
 
 Tensor CpuImageBackend::geglu(const Tensor& x) {
+  if (x.dim(-1) % 2) fail("geglu: an odd width {} cannot split into hidden and gate halves", x.dim(-1));
   std::vector<int> dims = x.dims();
   dims.back() /= 2;
   Tensor y = host_tensor(dims);

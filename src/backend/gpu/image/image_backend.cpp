@@ -184,6 +184,7 @@ class GpuImageBackend final : public ImageBackend {
   }
 
   Tensor geglu(const Tensor& x) override {
+    if (x.dim(-1) % 2) fail("geglu: an odd width {} cannot split into hidden and gate halves", x.dim(-1));
     std::vector<int> dims = x.dims();
     dims.back() /= 2;
     Tensor y = make(dims);
