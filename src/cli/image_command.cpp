@@ -23,7 +23,8 @@ namespace sd = rf::stable_diffusion;
 namespace {
 
 struct ImageFlags {
-  std::string model, vae, config, prediction, output = "output.png";
+  std::string model, vae, config, prediction, output = "output.png", init_image, mask;
+  double strength = 0.75;
   std::string sampler = "euler_a", schedule = "default", rng = "cpu", device = "auto";
   sd::GenerationOptions options;
   int threads = 0;
@@ -43,6 +44,23 @@ Image to_rgb8(const sd::Images& images, int index) {
   image.pixels.resize(n);
   for (std::size_t i = 0; i < n; ++i) image.pixels[i] = static_cast<std::uint8_t>(images.pixels[index * n + i] * 255.0f + 0.5f);
   return image;
+}
+
+// The init image (and mask) as the pipeline takes them: RGB in [0, 1], the mask's gray in [0, 1].
+sd::InitImage read_init(const ImageFlags& f) {
+  const Image rgb = read_image(f.init_image);
+  sd::InitImage init{{1, rgb.width, rgb.height, std::vector<float>(rgb.pixels.size())}, {}, f.strength};
+  std::ranges::transform(rgb.pixels, init.image.pixels.begin(), [](std::uint8_t v) { return v / 255.0f; });
+  if (!f.mask.empty()) {
+    const Image mask = read_mask(f.mask);
+    if (mask.width != rgb.width || mask.height != rgb.height) {
+      fail("--mask {} is {}x{}, the init image {}x{}: they must be the same size", f.mask, mask.width, mask.height,
+           rgb.width, rgb.height);
+    }
+    init.mask.resize(mask.pixels.size());
+    std::ranges::transform(mask.pixels, init.mask.begin(), [](std::uint8_t v) { return v / 255.0f; });
+  }
+  return init;
 }
 
 // A line on stderr redrawn each step: the bar, the step count and the steps per second.
@@ -65,6 +83,8 @@ void run(ImageFlags& f) {
   if (f.rng != "cpu" && f.rng != "cuda") fail("--rng {}: expected cpu (torch's CPU generator) or cuda (torch's CUDA generator)", f.rng);
   o.rng = f.rng == "cpu" ? sd::Rng::torch_cpu : sd::Rng::torch_cuda;
   if (!f.seed->count()) o.seed = std::random_device{}();
+  if (!f.mask.empty() && f.init_image.empty()) fail("--mask needs --init-img, the image to inpaint");
+  if (!f.init_image.empty()) o.init = read_init(f);
 
   sd::OpenOptions open;
   open.vae = f.vae;
@@ -93,6 +113,7 @@ void run(ImageFlags& f) {
   p.height = o.height;
   p.model_name = std::filesystem::path(f.model).stem().string();
   p.rng = o.rng;
+  if (o.init) p.denoising_strength = o.init->strength;
   p.version = "rocmforge " ROCMFORGE_VERSION;
   for (int i = 0; i < images.batch; ++i) {
     p.seed = o.seed;  // one draw for the whole batch, as a diffusers generator makes it
@@ -132,6 +153,14 @@ void add_image_command(CLI::App& app) {
   cmd->add_option("-W,--width", o.width, "Width in pixels, a multiple of 8 (default: the model's native size)");
   cmd->add_option("-H,--height", o.height, "Height in pixels, a multiple of 8 (default: the model's native size)");
   cmd->add_option("--batch", o.batch, "Images to make at once (out-1.png, out-2.png, ...)")->check(CLI::Range(1, 64));
+  cmd->add_option("--init-img", flags->init_image,
+                  "Image to image: start from this PNG, JPEG or WebP (the output takes its size)");
+  cmd->add_option("--strength", flags->strength,
+                  "How much of the init image to repaint: the share of the steps that run (1: from noise)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--mask", flags->mask,
+                  "Inpainting: white repaints, black keeps (same size as --init-img; inpainting models or any other)");
   cmd->add_option("--vae", flags->vae, "A separate VAE: a .safetensors file (original or diffusers names) or folder");
   cmd->add_option("--config", flags->config,
                   "A diffusers folder whose configs describe a single-file checkpoint (as diffusers' from_single_file(config=))");

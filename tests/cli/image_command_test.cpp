@@ -50,6 +50,41 @@ TEST(ImageCommand, TheSameSeedGivesTheSameImageFromFolderAndSingleFile) {
   EXPECT_EQ(rf::read_image(a.string()).pixels, rf::read_image(b.string()).pixels);
 }
 
+// A 64x48 init image made by the tiny model, and a mask repainting its right half.
+void write_init_and_mask(const fs::path& image, const fs::path& mask) {
+  ASSERT_EQ(run("image -m " + kSd + "sd15/diffusers -p apple --steps 2 --seed 1 -W 64 -H 48 --device cpu -o " +
+                image.string()).exit_code, 0);
+  rf::Image m{64, 48, 1, std::vector<std::uint8_t>(64 * 48)};
+  for (int y = 0; y < 48; ++y)
+    for (int x = 32; x < 64; ++x) m.pixels[y * 64 + x] = 255;
+  rf::write_png(mask.string(), m);
+}
+
+TEST(ImageCommand, InpaintsWithAnInpaintingModelAndWritesTheStrength) {
+  const fs::path init = scratch_file("inpaint-init.png"), mask = scratch_file("inpaint-mask.png");
+  write_init_and_mask(init, mask);
+  const fs::path out = scratch_file("inpaint-out.png");
+  const CliRun r = run("image -m " + kSd + "sd15_inpaint/diffusers -p \"a red door\" --steps 4 --seed 5 --device cpu "
+                       "--init-img " + init.string() + " --mask " + mask.string() + " --strength 1 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(rf::read_image(out.string()).width, 64);
+  const auto info = rf::stable_diffusion::parse_infotext(rf::read_png_texts(out.string()).at(0).text);
+  ASSERT_NE(info.find("Denoising strength"), nullptr);
+  EXPECT_EQ(*info.find("Denoising strength"), "1.0");
+}
+
+TEST(ImageCommand, BadInitImagesFailCleanly) {
+  const fs::path init = scratch_file("bad-init.png"), mask = scratch_file("bad-mask.png");
+  write_init_and_mask(init, mask);
+  const std::string base = "image -m " + kSd + "sd15/diffusers -p x --device cpu -o " + scratch_file("bad2.png").string();
+  expect_clean_failure(base + " --mask " + mask.string(), "--mask needs --init-img");
+  expect_clean_failure(base + " --init-img " + init.string() + " -W 128", "differs from the init image's 64x48");
+  expect_clean_failure(base + " --init-img " + init.string() + " --strength 0.04", "runs none of the 20 steps");
+  rf::write_png(mask.string(), rf::Image{32, 32, 1, std::vector<std::uint8_t>(32 * 32)});
+  expect_clean_failure(base + " --init-img " + init.string() + " --mask " + mask.string(), "must be the same size");
+  expect_clean_failure(base + " --init-img /no/such.png", "/no/such.png");
+}
+
 TEST(ImageCommand, BadInputFailsCleanly) {
   const std::string model = "image -m " + kSd + "sd15/diffusers -p x -o " + scratch_file("bad.png").string();
   expect_clean_failure(model + " --device cpu -W 60", "width 60 is not a positive multiple of 8");

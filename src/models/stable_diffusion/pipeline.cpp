@@ -42,6 +42,11 @@ std::vector<float> repeat(std::span<const float> rows, int times) {
 
 }  // namespace
 
+int steps_run(const GenerationOptions& o) {
+  if (!o.init) return o.sampler.steps;
+  return std::min(static_cast<int>(o.sampler.steps * o.init->strength), o.sampler.steps);  // diffusers' rounding
+}
+
 Pipeline::Pipeline(const PipelineParts& parts, ImageBackend& backend)
     : config_(parts.config),
       backend_(backend),
@@ -58,6 +63,23 @@ Pipeline::Pipeline(const PipelineParts& parts, ImageBackend& backend)
 GenerationOptions Pipeline::resolve(GenerationOptions o) const {
   const int factor = config_.vae.downscale();
   const int native = config_.unet.sample_size * factor;
+  if (o.init) {
+    const Images& image = o.init->image;
+    if (image.batch != 1 || image.pixels.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
+      fail("the init image must be one RGB image");
+    }
+    if ((o.width && o.width != image.width) || (o.height && o.height != image.height)) {
+      fail("size {}x{} differs from the init image's {}x{}: the output takes the image's size", o.width, o.height,
+           image.width, image.height);
+    }
+    o.width = image.width;
+    o.height = image.height;
+    if (!(o.init->strength > 0 && o.init->strength <= 1)) fail("strength {} must be in (0, 1]", o.init->strength);
+    const std::size_t pixels = static_cast<std::size_t>(image.width) * image.height;
+    if (!o.init->mask.empty() && o.init->mask.size() != pixels) {
+      fail("the mask has {} pixels where the {}x{} image has {}", o.init->mask.size(), image.width, image.height, pixels);
+    }
+  }
   if (o.width == 0) o.width = native;
   if (o.height == 0) o.height = native;
   if (o.width < factor || o.width % factor) fail("width {} is not a positive multiple of {}", o.width, factor);
@@ -65,8 +87,16 @@ GenerationOptions Pipeline::resolve(GenerationOptions o) const {
   if (o.batch < 1) fail("batch {} must be at least 1", o.batch);
   if (o.sampler.steps < 1) fail("steps {} must be at least 1", o.sampler.steps);
   if (!(o.guidance >= 0)) fail("guidance scale {} must be at least 0", o.guidance);
-  if (config_.unet.in_channels != config_.vae.latent_channels) {
-    fail("this is an inpainting model ({} input channels): it needs an image and a mask", config_.unet.in_channels);
+  const bool inpainting_unet = config_.unet.in_channels != config_.vae.latent_channels;
+  if (inpainting_unet && (!o.init || o.init->mask.empty())) {
+    fail("this is an inpainting model ({} input channels): it needs an init image and a mask", config_.unet.in_channels);
+  }
+  if (inpainting_unet && config_.unet.in_channels != 2 * config_.vae.latent_channels + 1) {
+    fail("a UNet of {} input channels takes neither latents nor latents, mask and masked-image latents",
+         config_.unet.in_channels);
+  }
+  if (o.init && steps_run(o) == 0) {
+    fail("strength {} runs none of the {} steps: raise it or the steps", o.init->strength, o.sampler.steps);
   }
   return o;
 }
@@ -111,8 +141,48 @@ TextConditioning Pipeline::encode_windows(const std::string& prompt, std::size_t
 
 TextConditioning Pipeline::encode_prompt(const std::string& prompt) const { return encode_windows(prompt, 1); }
 
+std::vector<float> Pipeline::encode_image(std::span<const float> nchw, int height, int width) const {
+  const VaeConfig& vae = config_.vae;
+  std::vector<float> mean = backend_.download(vae_.encode(backend_.upload(nchw, {1, 3, height, width})).mean);
+  for (float& v : mean) v = (v - vae.shift_factor) * vae.scaling_factor;
+  return mean;
+}
+
+Pipeline::ImageConditioning Pipeline::condition_on(const GenerationOptions& o) const {
+  ImageConditioning c;
+  if (!o.init) return c;
+  const InitImage& init = *o.init;
+  const int height = o.height, width = o.width, factor = config_.vae.downscale();
+  const std::size_t pixels = static_cast<std::size_t>(width) * height;
+  // NCHW in [-1, 1], as the VAE takes images.
+  std::vector<float> image(3 * pixels);
+  for (std::size_t p = 0; p < pixels; ++p)
+    for (int ch = 0; ch < 3; ++ch) image[ch * pixels + p] = 2 * init.image.pixels[p * 3 + ch] - 1;
+  const bool inpainting_unet = config_.unet.in_channels != config_.vae.latent_channels;
+  // The image's own latents start image to image, and keep the unmasked part with other UNets.
+  if (init.strength < 1 || !inpainting_unet) c.image_latents = repeat(encode_image(image, height, width), o.batch);
+  if (init.mask.empty()) return c;
+
+  std::vector<float> mask(pixels);
+  for (std::size_t p = 0; p < pixels; ++p) mask[p] = init.mask[p] >= 0.5f ? 1.0f : 0.0f;
+  const Tensor small = backend_.resize_nearest(backend_.upload(mask, {1, 1, height, width}), height / factor,
+                                               width / factor);
+  const std::vector<float> latent_mask = backend_.download(small);
+  c.latent_mask = repeat(latent_mask, o.batch);
+  if (inpainting_unet) {
+    for (int ch = 0; ch < 3; ++ch)
+      for (std::size_t p = 0; p < pixels; ++p) image[ch * pixels + p] *= 1 - mask[p];
+    std::vector<float> extra = latent_mask;
+    const std::vector<float> masked = encode_image(image, height, width);
+    extra.insert(extra.end(), masked.begin(), masked.end());
+    c.unet_extra = repeat(extra, o.batch);
+  }
+  return c;
+}
+
 void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& o,
-                       const TextConditioning& positive, const TextConditioning* negative, NoiseSource& step_noise,
+                       const TextConditioning& positive, const TextConditioning* negative,
+                       const ImageConditioning& image, std::span<const float> noise, NoiseSource& step_noise,
                        const Progress& progress) const {
   ImageBackend& b = backend_;
   const int h = o.height / config_.vae.downscale(), w = o.width / config_.vae.downscale();
@@ -131,10 +201,21 @@ void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const Generat
                                  static_cast<float>(o.height), static_cast<float>(o.width)};
     cond.time_ids = b.upload(repeat(ids, rows), {rows, 6});
   }
+  const std::size_t plane = static_cast<std::size_t>(h) * w, latent = config_.vae.latent_channels * plane;
+  // Inpainting UNets take each image's mask and masked-image latents after its latents.
+  const auto unet_input = [&](std::span<const float> input) {
+    if (image.unet_extra.empty()) return std::vector<float>(input.begin(), input.end());
+    const std::size_t extra = image.unet_extra.size() / o.batch;
+    std::vector<float> all;
+    for (int n = 0; n < o.batch; ++n) {
+      all.insert(all.end(), input.begin() + n * latent, input.begin() + (n + 1) * latent);
+      all.insert(all.end(), image.unet_extra.begin() + n * extra, image.unet_extra.begin() + (n + 1) * extra);
+    }
+    return all;
+  };
   const Model model = [&](std::span<const float> input, double timestep, std::span<float> output) {
-    const int channels = config_.unet.in_channels;
-    const Tensor x = b.upload(negative ? repeat(input, 2) : std::vector<float>(input.begin(), input.end()),
-                              {rows, channels, h, w});
+    const std::vector<float> one = unet_input(input);
+    const Tensor x = b.upload(negative ? repeat(one, 2) : one, {rows, config_.unet.in_channels, h, w});
     const std::vector<float> prediction = b.download(unet_.forward(x, static_cast<float>(timestep), cond));
     if (!negative) {
       std::ranges::copy(prediction, output.begin());
@@ -145,8 +226,18 @@ void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const Generat
       output[i] = prediction[i] + static_cast<float>(o.guidance) * (prediction[half + i] - prediction[i]);
     }
   };
+  // Other UNets inpaint by putting the kept part back after each step, noised to the next level.
+  const bool keep_unmasked = !image.latent_mask.empty() && image.unet_extra.empty();
+  std::vector<float> kept(keep_unmasked ? latents.size() : 0);
   for (int i = 0; i < sampler.steps(); ++i) {
     sampler.step(i, latents, model, step_noise);
+    if (keep_unmasked) {
+      sampler.add_noise(image.image_latents, noise, sampler.schedule()[i].next_sigma, kept);
+      for (std::size_t k = 0; k < latents.size(); ++k) {
+        const float m = image.latent_mask[k / latent * plane + k % plane];
+        latents[k] = (1 - m) * kept[k] + m * latents[k];
+      }
+    }
     if (progress && !progress(i + 1, sampler.steps())) fail("generation cancelled");
   }
 }
@@ -182,10 +273,19 @@ Images Pipeline::generate(const GenerationOptions& options, std::span<const floa
       std::ranges::fill(negative->pooled, 0.0f);
     }
   }
-  const std::unique_ptr<Sampler> sampler = make_sampler(config_.scheduler, o.sampler);
+  const ImageConditioning image = condition_on(o);
+  SamplerOptions sampling = o.sampler;
+  sampling.first_step = o.sampler.steps - steps_run(o);
+  const std::unique_ptr<Sampler> sampler = make_sampler(config_.scheduler, sampling);
   std::vector<float> latents(initial_noise.begin(), initial_noise.end());
-  for (float& v : latents) v *= static_cast<float>(sampler->init_noise_sigma());
-  denoise(*sampler, latents, o, positive, negative ? &*negative : nullptr, step_noise, progress);
+  // From noise alone, as diffusers' inpainting at full strength; else the image's latents noised to
+  // the first step's level.
+  if (image.image_latents.empty() || (o.init->strength >= 1 && !o.init->mask.empty())) {
+    for (float& v : latents) v *= static_cast<float>(sampler->init_noise_sigma());
+  } else {
+    sampler->add_noise(image.image_latents, initial_noise, sampler->schedule()[0].sigma, latents);
+  }
+  denoise(*sampler, latents, o, positive, negative ? &*negative : nullptr, image, initial_noise, step_noise, progress);
   return decode(latents, o.batch, h, w);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Text-to-image as diffusers' StableDiffusion(XL)Pipeline computes it, with A1111's prompt
-// handling: prompts in 77-token windows (longer ones concatenated, emphasis weights applied),
-// classifier-free guidance with the negative prompt, the chosen sampler, and the VAE decode.
+// Text-to-image, image-to-image and inpainting as diffusers' StableDiffusion(XL)(Img2Img|Inpaint)
+// pipelines compute them, with A1111's prompt handling: prompts in 77-token windows (longer ones
+// concatenated, emphasis weights applied), classifier-free guidance with the negative prompt, the
+// chosen sampler, and the VAE decode.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,6 +29,22 @@ struct PipelineParts {
   const ClipTokenizer& tokenizer;
 };
 
+// Images as rows of RGB float triples in [0, 1]: [batch][height][width][3].
+struct Images {
+  int batch = 0, width = 0, height = 0;
+  std::vector<float> pixels;
+};
+
+// What image-to-image and inpainting start from.
+struct InitImage {
+  Images image;  // one image; the output takes its size
+  // Empty (image to image), or width * height values, 1 (white) to repaint, 0 to keep; binarised at
+  // 0.5 as diffusers does. Inpainting UNets (9 input channels) see the kept part and the mask; with
+  // other UNets the kept part is put back, noised to the current level, after every step.
+  std::vector<float> mask;
+  double strength = 0.75;  // in (0, 1]: the share of the steps that run; 1 starts from noise
+};
+
 struct GenerationOptions {
   std::string prompt;
   std::string negative_prompt;
@@ -37,6 +54,7 @@ struct GenerationOptions {
   double guidance = 7.5;  // classifier-free guidance scale; <= 1 runs the UNet on the prompt alone
   std::uint64_t seed = 0;
   Rng rng = Rng::torch_cpu;
+  std::optional<InitImage> init;
 };
 
 // A prompt's text conditioning: the UNet's context [1, 77 * windows, cross_attention_dim] and, for
@@ -47,14 +65,11 @@ struct TextConditioning {
   std::vector<float> pooled;
 };
 
+// The steps a run takes: all of them, or strength times as many with an init image.
+int steps_run(const GenerationOptions& options);
+
 // Called after each step with (steps done, steps in all); returning false stops the run.
 using Progress = std::function<bool(int step, int steps)>;
-
-// Images as rows of RGB float triples in [0, 1]: [batch][height][width][3].
-struct Images {
-  int batch = 0, width = 0, height = 0;
-  std::vector<float> pixels;
-};
 
 class Pipeline {
  public:
@@ -75,9 +90,19 @@ class Pipeline {
 
  private:
   TextConditioning encode_windows(const std::string& prompt, std::size_t windows) const;
+  // What an init image brings to the run (latents [batch][c][h][w] each).
+  struct ImageConditioning {
+    std::vector<float> image_latents;  // the image's (scaled)
+    std::vector<float> latent_mask;    // the mask at the latents' size, [batch][1][h][w]; empty without one
+    std::vector<float> unet_extra;     // inpainting UNets: mask and masked-image latents, [batch][5][h][w]
+  };
+  ImageConditioning condition_on(const GenerationOptions& options) const;
+  // The image's latents distribution's mean times the scaling factor: [1][c][h][w].
+  std::vector<float> encode_image(std::span<const float> nchw, int height, int width) const;
+
   void denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& options,
-               const TextConditioning& positive, const TextConditioning* negative, NoiseSource& step_noise,
-               const Progress& progress) const;
+               const TextConditioning& positive, const TextConditioning* negative, const ImageConditioning& image,
+               std::span<const float> noise, NoiseSource& step_noise, const Progress& progress) const;
 
   PipelineConfig config_;
   ImageBackend& backend_;

@@ -62,6 +62,7 @@ Predicted predicted(Prediction prediction, double sigma, bool variance_exploding
 class KDiffusionSampler : public Sampler {
  protected:
   using Sampler::Sampler;
+  bool variance_exploding() const override { return true; }
 
   // The model's noise estimate for latents x at step i's timestep and sigma, into out: the
   // derivative dx/dsigma of the probability-flow ODE.
@@ -130,6 +131,7 @@ class Heun final : public KDiffusionSampler {
 class VpSampler : public Sampler {
  protected:
   using Sampler::Sampler;
+  bool variance_exploding() const override { return false; }
 
   // The model's prediction at step i turned into x0, into out.
   void predict_x0(const Model& model, int i, std::span<const float> x, std::span<float> out) {
@@ -292,6 +294,13 @@ void Sampler::step(int i, std::span<float> latents, const Model& model, NoiseSou
   ++next_step_;
 }
 
+void Sampler::add_noise(std::span<const float> x0, std::span<const float> noise, double sigma,
+                        std::span<float> out) const {
+  const auto x0_weight = static_cast<float>(variance_exploding() ? 1.0 : alpha_of(sigma));
+  const auto noise_weight = static_cast<float>(variance_exploding() ? sigma : sigma_vp_of(sigma));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = x0_weight * x0[i] + noise_weight * noise[i];
+}
+
 void Sampler::call_model(const Model& model, int i, std::span<const float> x, double input_scale) {
   model_output_.resize(x.size());
   if (input_scale == 1.0) {
@@ -310,7 +319,14 @@ void Sampler::draw(NoiseSource& noise, std::size_t size) {
 }
 
 std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const SamplerOptions& options) {
-  const auto schedule = [&](Grid grid) { return make_schedule(config, grid, options.sigmas, options.steps); };
+  if (options.first_step < 0 || options.first_step >= options.steps) {
+    fail("the first step {} is outside the {} steps", options.first_step, options.steps);
+  }
+  const auto schedule = [&](Grid grid) {
+    Schedule s = make_schedule(config, grid, options.sigmas, options.steps);
+    s.erase(s.begin(), s.begin() + options.first_step);
+    return s;
+  };
   switch (options.kind) {
     case SamplerKind::euler:
     case SamplerKind::euler_ancestral:

@@ -34,6 +34,9 @@ struct SamplerOptions {
   SigmaSchedule sigmas = SigmaSchedule::model_default;
   int steps = 20;
   double eta = 0.0;  // DDIM's: 0 deterministic, 1 as DDPM
+  // Image to image: the schedule's steps before this one are left out, and the run starts from the
+  // init image's latents noised to its level (diffusers' strength: first_step = steps - strength * steps).
+  int first_step = 0;
 };
 
 class Sampler {
@@ -44,6 +47,10 @@ class Sampler {
   int steps() const { return static_cast<int>(schedule_.size()); }
   // The first latents are standard normal noise times this.
   double init_noise_sigma() const { return init_noise_sigma_; }
+  // x0 noised to level `sigma` in this sampler's space (diffusers' scheduler.add_noise): x0 + sigma
+  // noise where the latents are variance-exploding (Euler, Euler a, Heun), alpha x0 + sigma_vp noise
+  // otherwise. out may alias x0.
+  void add_noise(std::span<const float> x0, std::span<const float> noise, double sigma, std::span<float> out) const;
 
   // Step i, in order from 0 to steps() - 1: calls the model (Heun twice but on the last step) and
   // moves `latents` to the next noise level. Ancestral and SDE samplers draw one tensor of the
@@ -52,6 +59,7 @@ class Sampler {
 
  protected:
   Sampler(Schedule schedule, Prediction prediction, double init_noise_sigma);
+  virtual bool variance_exploding() const = 0;
   virtual void advance(int i, std::span<float> latents, const Model& model, NoiseSource& noise) = 0;
 
   // Runs the model at step i's timestep on `x` times `input_scale`; the prediction is model_output_.

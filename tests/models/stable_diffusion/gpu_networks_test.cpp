@@ -54,5 +54,9 @@ TEST_P(GpuNetworksFp32, VaeMatchesDiffusers) { check_vae(); }
 TEST_P(GpuNetworksFp32, TextToImageMatchesDiffusers) { check_text_to_image(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, GpuNetworksFp32, ::testing::Values("sd15", "sd2", "sdxl"));
 
+class GpuInpainting : public GpuNetworks {};
+TEST_P(GpuInpainting, MatchesDiffusers) { check_inpainting(); }
+INSTANTIATE_TEST_SUITE_P(TinyModels, GpuInpainting, ::testing::Values("sd15_inpaint"));
+
 }  // namespace
 }  // namespace rf::stable_diffusion::tiny

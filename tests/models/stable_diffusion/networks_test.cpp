@@ -23,5 +23,9 @@ class CpuTextToImage : public CpuNetworks {};
 TEST_P(CpuTextToImage, MatchesDiffusers) { check_text_to_image(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, CpuTextToImage, ::testing::Values("sd15", "sd2", "sdxl"));
 
+class CpuInpainting : public CpuNetworks {};
+TEST_P(CpuInpainting, MatchesDiffusers) { check_inpainting(); }
+INSTANTIATE_TEST_SUITE_P(TinyModels, CpuInpainting, ::testing::Values("sd15_inpaint"));
+
 }  // namespace
 }  // namespace rf::stable_diffusion::tiny

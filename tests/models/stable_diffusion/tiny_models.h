@@ -64,7 +64,11 @@ class Networks : public ::testing::TestWithParam<std::string> {
   void check_text_encoders();
   void check_unet();
   void check_vae();
+  void check_runs(const std::optional<InitImage>& init);
   void check_text_to_image();
+  void check_inpainting();
+  // A reference image [1][3][H][W] in [0, 1] as the pipeline takes images: [1][H][W][3].
+  Images image_of(const std::string& name) const;
 
   Tolerances tolerances_;
   std::string dir_;
@@ -118,9 +122,9 @@ inline double psnr(std::span<const float> a, std::span<const float> b) {
   return 10 * std::log10(1.0 / (squares / a.size()));
 }
 
-// Text to image, 4 steps, against diffusers' pipelines from the same initial latents (the
-// inpainting model's runs need a mask: not yet).
-inline void Networks::check_text_to_image() {
+// The fixture's pipeline runs: 4 steps of diffusers' pipeline from the same initial latents
+// (reference.json "runs"), each `check`ed against its image; `init` is the runs' init image.
+inline void Networks::check_runs(const std::optional<InitImage>& init) {
   const nlohmann::json doc = fixture::read_json(dir_ + "/reference.json");
   for (const auto& [run, kind, guidance] : {std::tuple{"euler", SamplerKind::euler, 7.5},
                                             std::tuple{"dpmpp_2m", SamplerKind::dpmpp_2m, 7.5},
@@ -136,17 +140,20 @@ inline void Networks::check_text_to_image() {
     GenerationOptions o;
     o.prompt = doc["texts"]["p0"];
     o.negative_prompt = guidance > 1 ? doc["texts"]["neg"].get<std::string>() : "";
-    o.width = doc["width"];
-    o.height = doc["height"];
     o.guidance = guidance;
     o.sampler.kind = kind;
     o.sampler.steps = doc["steps"];
+    o.init = init;
+    if (!init) {
+      o.width = doc["width"];
+      o.height = doc["height"];
+    }
     TorchCpuGenerator unused(0);  // Euler and DPM++ 2M draw no noise
     const Images images = pipeline.generate(o, ref("pipe.latents"), unused);
     const double db = psnr(images.pixels, ref(key + ".image"));
     std::printf("[  psnr    ] %s %-10s %.1f dB (at least %.0f)\n", GetParam().c_str(), run, db, tolerances_.min_psnr_db);
     EXPECT_GE(db, tolerances_.min_psnr_db) << run;
-    if (kind != SamplerKind::euler || guidance <= 1) continue;
+    if (init || kind != SamplerKind::euler || guidance <= 1) continue;
     // The single file diffusers' script made from the folder gives the very same image.
     const Checkpoint single = Checkpoint::open(fixture::single_file(GetParam()), fixture::options(fixture::folder(GetParam())));
     const Pipeline from_single({config, single.unet(), single.vae(), single.text_encoder(), single.text_encoder_2(),
@@ -154,6 +161,23 @@ inline void Networks::check_text_to_image() {
                                *backend_);
     EXPECT_EQ(from_single.generate(o, ref("pipe.latents"), unused).pixels, images.pixels) << "single file vs folder";
   }
+}
+
+inline void Networks::check_text_to_image() { check_runs(std::nullopt); }
+
+// The inpainting UNet's runs: diffusers' StableDiffusionInpaintPipeline at strength 1 from the same
+// image and mask (its masked-image latents are the encoder's mean, as ours).
+inline void Networks::check_inpainting() { check_runs(InitImage{image_of("inpaint.image"), ref("inpaint.mask"), 1.0}); }
+
+inline Images Networks::image_of(const std::string& name) const {
+  const SafetensorsTensor& t = stored(name);
+  const int height = static_cast<int>(t.shape[2]), width = static_cast<int>(t.shape[3]);
+  const std::vector<float> nchw = ref(name);
+  Images image{1, width, height, std::vector<float>(nchw.size())};
+  const std::size_t plane = static_cast<std::size_t>(width) * height;
+  for (std::size_t p = 0; p < plane; ++p)
+    for (int c = 0; c < 3; ++c) image.pixels[p * 3 + c] = nchw[c * plane + p];
+  return image;
 }
 
 }  // namespace rf::stable_diffusion::tiny
