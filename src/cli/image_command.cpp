@@ -12,6 +12,7 @@
 #include "formats/image_file.h"
 #include "models/stable_diffusion/checkpoint.h"
 #include "models/stable_diffusion/generation_parameters.h"
+#include "models/stable_diffusion/lora.h"
 #include "models/stable_diffusion/pipeline.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -25,6 +26,7 @@ namespace {
 struct ImageFlags {
   std::string model, vae, config, prediction, output = "output.png", init_image, mask;
   double strength = 0.75;
+  std::vector<std::string> loras;  // FILE or FILE:STRENGTH
   std::string sampler = "euler_a", schedule = "default", rng = "cpu", device = "auto";
   sd::GenerationOptions options;
   int threads = 0;
@@ -44,6 +46,18 @@ Image to_rgb8(const sd::Images& images, int index) {
   image.pixels.resize(n);
   for (std::size_t i = 0; i < n; ++i) image.pixels[i] = static_cast<std::uint8_t>(images.pixels[index * n + i] * 255.0f + 0.5f);
   return image;
+}
+
+// "FILE:STRENGTH" (the strength after the last ':', when it is a number) or "FILE" (strength 1).
+sd::LoraFile parse_lora(const std::string& value) {
+  const std::size_t colon = value.rfind(':');
+  if (colon != std::string::npos) {
+    const std::string number = value.substr(colon + 1);
+    char* end = nullptr;
+    const double strength = std::strtod(number.c_str(), &end);
+    if (!number.empty() && end == number.c_str() + number.size()) return {value.substr(0, colon), strength};
+  }
+  return {value, 1.0};
 }
 
 // The init image (and mask) as the pipeline takes them: RGB in [0, 1], the mask's gray in [0, 1].
@@ -92,10 +106,14 @@ void run(ImageFlags& f) {
   if (!f.prediction.empty()) open.prediction = sd::parse_prediction(f.prediction);
   open.clip_vocab = ROCMFORGE_CLIP_VOCAB;
   const sd::Checkpoint checkpoint = sd::Checkpoint::open(f.model, open);
+  std::vector<sd::LoraFile> loras;
+  for (const std::string& value : f.loras) loras.push_back(parse_lora(value));
+  const sd::LoraSet lora(checkpoint.config(), checkpoint.unet(), checkpoint.text_encoder(), checkpoint.text_encoder_2(),
+                         loras);
   ThreadPool pool(f.threads);
   const std::unique_ptr<ImageBackend> backend = make_image_backend(f.device, pool);
-  const sd::Pipeline pipeline({checkpoint.config(), checkpoint.unet(), checkpoint.vae(), checkpoint.text_encoder(),
-                               checkpoint.text_encoder_2(), checkpoint.tokenizer()},
+  const sd::Pipeline pipeline({checkpoint.config(), lora.unet(), checkpoint.vae(), lora.text_encoder(),
+                               lora.text_encoder_2(), checkpoint.tokenizer()},
                               *backend);
   o = pipeline.resolve(o);
   fmt::print(stderr, "{} ({}), {}x{}, {} steps of {}, seed {}\n", f.model, sd::architecture_name(checkpoint.config().architecture),
@@ -114,6 +132,7 @@ void run(ImageFlags& f) {
   p.model_name = std::filesystem::path(f.model).stem().string();
   p.rng = o.rng;
   if (o.init) p.denoising_strength = o.init->strength;
+  for (const sd::LoraFile& l : loras) p.loras.push_back({std::filesystem::path(l.path).stem().string(), l.strength, {}});
   p.version = "rocmforge " ROCMFORGE_VERSION;
   for (int i = 0; i < images.batch; ++i) {
     p.seed = o.seed;  // one draw for the whole batch, as a diffusers generator makes it
@@ -161,6 +180,8 @@ void add_image_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--mask", flags->mask,
                   "Inpainting: white repaints, black keeps (same size as --init-img; inpainting models or any other)");
+  cmd->add_option("--lora", flags->loras,
+                  "A kohya/A1111 LoRA .safetensors, FILE or FILE:STRENGTH (default 1); repeat for several");
   cmd->add_option("--vae", flags->vae, "A separate VAE: a .safetensors file (original or diffusers names) or folder");
   cmd->add_option("--config", flags->config,
                   "A diffusers folder whose configs describe a single-file checkpoint (as diffusers' from_single_file(config=))");

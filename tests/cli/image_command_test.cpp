@@ -85,6 +85,20 @@ TEST(ImageCommand, BadInitImagesFailCleanly) {
   expect_clean_failure(base + " --init-img /no/such.png", "/no/such.png");
 }
 
+TEST(ImageCommand, AppliesLorasAndNamesThemInTheParameters) {
+  const std::string args = "image -m " + kSd + "sd15/diffusers -p apple --steps 2 --seed 4 -W 64 -H 48 --device cpu -o ";
+  const fs::path plain = scratch_file("lora-none.png"), half = scratch_file("lora-half.png");
+  ASSERT_EQ(run(args + plain.string()).exit_code, 0);
+  const CliRun r = run(args + half.string() + " --lora " + kSd + "sd15/lora.safetensors:0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(rf::read_image(plain.string()).pixels, rf::read_image(half.string()).pixels);
+  const auto info = rf::stable_diffusion::parse_infotext(rf::read_png_texts(half.string()).at(0).text);
+  EXPECT_NE(info.prompt.find("<lora:lora:0.5>"), std::string::npos) << info.prompt;
+  // A LoRA for another architecture names the module this one lacks.
+  expect_clean_failure("image -m " + kSd + "sdxl/diffusers -p x --device cpu --lora " + kSd + "sd15/lora.safetensors",
+                       "is not in this model");
+}
+
 TEST(ImageCommand, BadInputFailsCleanly) {
   const std::string model = "image -m " + kSd + "sd15/diffusers -p x -o " + scratch_file("bad.png").string();
   expect_clean_failure(model + " --device cpu -W 60", "width 60 is not a positive multiple of 8");

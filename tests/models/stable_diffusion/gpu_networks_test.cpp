@@ -58,5 +58,9 @@ class GpuInpainting : public GpuNetworks {};
 TEST_P(GpuInpainting, MatchesDiffusers) { check_inpainting(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, GpuInpainting, ::testing::Values("sd15_inpaint"));
 
+class GpuLora : public GpuNetworks {};
+TEST_P(GpuLora, MatchesDiffusers) { check_lora(); }
+INSTANTIATE_TEST_SUITE_P(TinyModels, GpuLora, ::testing::Values("sd15"));
+
 }  // namespace
 }  // namespace rf::stable_diffusion::tiny

@@ -27,5 +27,9 @@ class CpuInpainting : public CpuNetworks {};
 TEST_P(CpuInpainting, MatchesDiffusers) { check_inpainting(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, CpuInpainting, ::testing::Values("sd15_inpaint"));
 
+class CpuLora : public CpuNetworks {};
+TEST_P(CpuLora, MatchesDiffusers) { check_lora(); }
+INSTANTIATE_TEST_SUITE_P(TinyModels, CpuLora, ::testing::Values("sd15"));
+
 }  // namespace
 }  // namespace rf::stable_diffusion::tiny

@@ -19,6 +19,7 @@
 #include "models/stable_diffusion/checkpoint_fixture.h"
 #include "models/stable_diffusion/config_json.h"
 #include "models/stable_diffusion/clip_text_encoder.h"
+#include "models/stable_diffusion/lora.h"
 #include "models/stable_diffusion/pipeline.h"
 #include "models/stable_diffusion/unet.h"
 #include "models/stable_diffusion/vae.h"
@@ -67,6 +68,7 @@ class Networks : public ::testing::TestWithParam<std::string> {
   void check_runs(const std::optional<InitImage>& init);
   void check_text_to_image();
   void check_inpainting();
+  void check_lora();
   // A reference image [1][3][H][W] in [0, 1] as the pipeline takes images: [1][H][W][3].
   Images image_of(const std::string& name) const;
 
@@ -178,6 +180,31 @@ inline Images Networks::image_of(const std::string& name) const {
   for (std::size_t p = 0; p < plane; ++p)
     for (int c = 0; c < 3; ++c) image.pixels[p * 3 + c] = nchw[c * plane + p];
   return image;
+}
+
+// The kohya LoRA at strengths 1 and 0.5 against diffusers' load_lora_weights (and set_adapters),
+// the Euler run of pipe.euler.
+inline void Networks::check_lora() {
+  const nlohmann::json doc = fixture::read_json(dir_ + "/reference.json");
+  PipelineConfig config = checkpoint_.config();
+  config.scheduler = scheduler_config_from_json(doc["runs"]["pipe.euler"]["scheduler_config"], "pipe.euler");
+  for (const auto& [strength, name] : {std::pair{1.0, "lora.s1.image"}, std::pair{0.5, "lora.s05.image"}}) {
+    const LoraSet lora(config, checkpoint_.unet(), checkpoint_.text_encoder(), nullptr,
+                       {{dir_ + "/lora.safetensors", strength}});
+    EXPECT_EQ(lora.merged_modules(), doc["lora"]["modules"].get<int>());
+    const Pipeline pipeline({config, lora.unet(), checkpoint_.vae(), lora.text_encoder(), nullptr, checkpoint_.tokenizer()},
+                            *backend_);
+    GenerationOptions o;
+    o.prompt = doc["texts"]["p0"];
+    o.negative_prompt = doc["texts"]["neg"];
+    o.width = doc["width"];
+    o.height = doc["height"];
+    o.sampler.steps = doc["steps"];
+    TorchCpuGenerator unused(0);
+    const double db = psnr(pipeline.generate(o, ref("pipe.latents"), unused).pixels, ref(name));
+    std::printf("[  psnr    ] %s %-14s %.1f dB (at least %.0f)\n", GetParam().c_str(), name, db, tolerances_.min_psnr_db);
+    EXPECT_GE(db, tolerances_.min_psnr_db) << name;
+  }
 }
 
 }  // namespace rf::stable_diffusion::tiny
