@@ -199,6 +199,11 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   # tiny SD 1.5 fixture, whose PNG comes back with the logs.
   step sd15-bench "$rocmforge" bench-image --synthetic sd15 --device cuda -b 1,4 -r 3
   step sdxl-bench "$rocmforge" bench-image --synthetic sdxl --device cuda -b 1 -r 2 --steps 10
+  # diffusers on the same shapes, where a copy of its source travels as build/diffusers.tar.xz.
+  if [[ -f build/diffusers.tar.xz ]] && mkdir -p build/diffusers && tar -xJf build/diffusers.tar.xz -C build/diffusers; then
+    step sd15-diffusers env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_sd_diffusers.py --model sd15 -b 1,4 -r 3
+    step sdxl-diffusers env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_sd_diffusers.py --model sdxl -b 1 -r 2 --steps 10
+  fi
   step sd-image "$rocmforge" image -m tests/fixtures/sd/models/sd15/diffusers -p "a red apple" --steps 4 --seed 1 \
     -W 64 -H 48 --device cuda -o "$logs/sd15-tiny.png"
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
