@@ -41,18 +41,26 @@ UNETS = {
 
 
 def build(model, vocab):
-    tokenizer = CLIPTokenizer(vocab_file=str(vocab / "vocab.json"), merges_file=str(vocab / "merges.txt"))
-    parts = dict(unet=UNet2DConditionModel(**UNETS[model]), vae=AutoencoderKL(**VAE),
-                 text_encoder=CLIPTextModel(CLIPTextConfig(**CLIP_L)), tokenizer=tokenizer,
-                 scheduler=EulerDiscreteScheduler(**SCHEDULER))
+    # The networks straight on the GPU in fp16 (random init there is fast); the scheduler and the
+    # tokenizer on the host, where diffusers keeps them (its schedulers go through numpy).
+    torch.set_default_dtype(torch.float16)
+    with torch.device("cuda"):
+        nets = dict(unet=UNet2DConditionModel(**UNETS[model]), text_encoder=CLIPTextModel(CLIPTextConfig(**CLIP_L)),
+                    vae=AutoencoderKL(**VAE) if model == "sd15" else
+                    AutoencoderKL(**VAE, force_upcast=False, scaling_factor=0.13025))  # as sdxl-vae-fp16-fix
+        if model == "sdxl":
+            bigg = CLIPTextConfig(vocab_size=49408, hidden_size=1280, num_hidden_layers=32, num_attention_heads=20,
+                                  intermediate_size=5120, hidden_act="gelu", projection_dim=1280,
+                                  max_position_embeddings=77)
+            nets["text_encoder_2"] = CLIPTextModelWithProjection(bigg)
+    torch.set_default_dtype(torch.float32)
+    tokenizer = CLIPTokenizer(vocab_file=str(vocab / "vocab.json"), merges_file=str(vocab / "merges.txt"),
+                              model_max_length=77)
     if model == "sd15":
-        return StableDiffusionPipeline(**parts, safety_checker=None, feature_extractor=None,
-                                       requires_safety_checker=False)
-    bigg = CLIPTextConfig(vocab_size=49408, hidden_size=1280, num_hidden_layers=32, num_attention_heads=20,
-                          intermediate_size=5120, hidden_act="gelu", projection_dim=1280, max_position_embeddings=77)
-    parts["scheduler"] = EulerDiscreteScheduler(**SCHEDULER, timestep_spacing="leading")
-    parts["vae"] = AutoencoderKL(**VAE, force_upcast=False, scaling_factor=0.13025)  # as sdxl-vae-fp16-fix
-    return StableDiffusionXLPipeline(**parts, text_encoder_2=CLIPTextModelWithProjection(bigg), tokenizer_2=tokenizer)
+        return StableDiffusionPipeline(**nets, tokenizer=tokenizer, scheduler=EulerDiscreteScheduler(**SCHEDULER),
+                                       safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    return StableDiffusionXLPipeline(**nets, tokenizer=tokenizer, tokenizer_2=tokenizer,
+                                     scheduler=EulerDiscreteScheduler(**SCHEDULER, timestep_spacing="leading"))
 
 
 def time_one(pipe, batch, steps, size):
@@ -80,8 +88,6 @@ def main():
     args.add_argument("-r", "--repeats", type=int, default=3)
     args.add_argument("--clip-vocab", type=Path, default=Path(__file__).resolve().parent.parent / "models" / "clip")
     a = args.parse_args()
-    torch.set_default_device("cuda")
-    torch.set_default_dtype(torch.float16)  # random init straight in fp16 on the GPU
     pipe = build(a.model, a.clip_vocab)
     pipe.set_progress_bar_config(disable=True)
     size = UNETS[a.model]["sample_size"] * 8
