@@ -6,6 +6,8 @@
 #include "engine/backend_select.h"
 #include "engine/model_runner.h"
 #include "model/checkpoint.h"
+#include "models/stable_diffusion/checkpoint.h"
+#include "util/error.h"
 
 namespace rf::cli {
 
@@ -47,7 +49,46 @@ void print_tensors(const TensorSet& tensors) {
   fmt::print("total: {} tensors, {} elements, {} bytes ({})\n", tensors.size(), elements, bytes, gib(bytes));
 }
 
+// A Stable Diffusion checkpoint: what it is, its parts and their weights.
+void print_stable_diffusion(const InfoFlags& f) {
+  namespace sd = rf::stable_diffusion;
+  sd::OpenOptions options;
+  options.clip_vocab = ROCMFORGE_CLIP_VOCAB;
+  const sd::Checkpoint ckpt = sd::Checkpoint::open(f.model, options);
+  const sd::PipelineConfig& c = ckpt.config();
+  const sd::CheckpointSummary& s = ckpt.summary();
+  fmt::print("model: {}\n", f.model);
+  fmt::print("format: {}\n", s.layout == sd::CheckpointLayout::diffusers_folder ? "diffusers folder" : "single file");
+  std::vector<int> widths;
+  for (const auto& level : c.unet.levels) widths.push_back(level.channels);
+  fmt::print("architecture: {}, {} prediction; UNet {} input channels{}, widths {}, cross-attention {}; VAE 1/{}, "
+             "scaling {}{}\n",
+             sd::architecture_name(c.architecture), c.scheduler.prediction == sd::Prediction::v ? "v" : "epsilon",
+             c.unet.in_channels, c.unet.in_channels == 9 ? " (inpainting)" : "", fmt::join(widths, "/"),
+             c.unet.cross_attention_dim, c.vae.downscale(), c.vae.scaling_factor,
+             c.vae.force_upcast ? ", fp32 (force_upcast)" : "");
+  const int native = c.unet.sample_size * c.vae.downscale();
+  fmt::print("native size: {}x{}\n", native, native);
+  std::uint64_t total = 0;
+  for (const auto& part : s.parts) {
+    std::vector<std::string> types;
+    for (const auto& [dtype, bytes] : part.dtype_bytes) types.push_back(std::string(dtype_name(dtype)));
+    fmt::print("  {:<15} {:>8.2f} M parameters, {:.1f} MiB ({}), {}\n", part.name, part.parameters / 1e6,
+               part.bytes / double(1u << 20),
+               fmt::join(types, ", "), part.source);
+    total += part.bytes;
+  }
+  fmt::print("memory: weights {} as stored ({})\n", gib(total), c.vae.force_upcast ? "the GPU keeps the VAE's as f32"
+                                                                                   : "the GPU keeps them so");
+  if (s.unused_tensors) fmt::print("unused tensors: {} (EMA copies, position ids, ...)\n", s.unused_tensors);
+}
+
 void print_model(const InfoFlags& f) {
+  if (rf::stable_diffusion::is_stable_diffusion(f.model)) {
+    if (f.tensors) fail("--tensors lists a language model's tensors; for Stable Diffusion checkpoints it is not there yet");
+    print_stable_diffusion(f);
+    return;
+  }
   const Checkpoint ckpt = Checkpoint::load(f.model);
   const ModelConfig& c = ckpt.config();
   const int ctx = f.ctx_size > 0 ? f.ctx_size : default_ctx_size(c);
@@ -78,7 +119,8 @@ void print_model(const InfoFlags& f) {
 void add_info_command(CLI::App& app) {
   auto flags = std::make_shared<InfoFlags>();
   auto* cmd = app.add_subcommand("info", "The backends and devices of this build, and a model's shape and memory needs");
-  auto* model = cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
+  auto* model = cmd->add_option("-m,--model", flags->model,
+                                "A model folder or .gguf file, or a Stable Diffusion folder or single .safetensors");
   cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes")
       ->needs(model);

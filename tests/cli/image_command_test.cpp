@@ -99,6 +99,17 @@ TEST(ImageCommand, AppliesLorasAndNamesThemInTheParameters) {
                        "is not in this model");
 }
 
+TEST(ImageCommand, InfoDescribesAStableDiffusionCheckpoint) {
+  for (const std::string model : {kSd + "sdxl/diffusers", kSd + "sdxl/checkpoint.safetensors"}) {
+    const CliRun r = run("info -m " + model);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("architecture: SDXL, epsilon prediction; UNet 4 input channels, widths 8/16/16"),
+              std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("text_encoder_2"), std::string::npos) << r.output;
+  }
+  EXPECT_NE(run("info -m " + kSd + "sd15_inpaint/diffusers").output.find("9 input channels (inpainting)"), std::string::npos);
+}
+
 TEST(ImageCommand, BadInputFailsCleanly) {
   const std::string model = "image -m " + kSd + "sd15/diffusers -p x -o " + scratch_file("bad.png").string();
   expect_clean_failure(model + " --device cpu -W 60", "width 60 is not a positive multiple of 8");

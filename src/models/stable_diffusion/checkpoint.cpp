@@ -1,8 +1,10 @@
 #include "models/stable_diffusion/checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
+#include "formats/safetensors.h"
 #include "models/stable_diffusion/config_json.h"
 #include "models/stable_diffusion/expected_tensors.h"
 #include "models/stable_diffusion/single_file.h"
@@ -120,6 +122,13 @@ PartSummary summarize(std::string name, const PartSource& from, const TensorSet&
 }
 
 }  // namespace
+
+bool is_stable_diffusion(const std::string& path) {
+  if (fs::is_directory(path)) return fs::exists(fs::path(path) / "model_index.json");
+  if (!path.ends_with(".safetensors") || !fs::is_regular_file(path)) return false;
+  const SafetensorsFile file(path, OtherDTypes::skip);
+  return std::ranges::any_of(file.tensors(), [](const auto& t) { return t.first.starts_with("model.diffusion_model."); });
+}
 
 Checkpoint::Checkpoint() : files_(std::make_unique<CheckpointFiles>()) {}
 Checkpoint::~Checkpoint() = default;

@@ -34,6 +34,10 @@ struct OpenOptions {
 
 enum class CheckpointLayout { diffusers_folder, single_file };
 
+// Whether `path` is a Stable Diffusion checkpoint rather than another model: a folder with a
+// model_index.json, or a .safetensors file holding an original UNet (model.diffusion_model.*).
+bool is_stable_diffusion(const std::string& path);
+
 // One part's tensors, for `rocmforge info`.
 struct PartSummary {
   std::string name;    // "unet", "vae", "text_encoder", "text_encoder_2" (the diffusers folder names)
