@@ -264,10 +264,13 @@ Images Pipeline::generate(const GenerationOptions& options, std::span<const floa
   if (initial_noise.size() != static_cast<std::size_t>(o.batch) * config_.vae.latent_channels * h * w) {
     fail("initial noise of {} values for {} latents of {}x{}", initial_noise.size(), o.batch, w, h);
   }
-  const TextConditioning positive = encode_prompt(o.prompt);
+  TextConditioning positive = encode_prompt(o.prompt);
   std::optional<TextConditioning> negative;
   if (o.guidance > 1.0) {
-    negative = encode_windows(o.negative_prompt, positive.context.size() / (kClipContextLength * config_.unet.cross_attention_dim));
+    // The UNet takes both in one batch: the one of fewer windows is padded to the other's.
+    const auto windows = [](const TextConditioning& c) { return static_cast<std::size_t>(c.tokens) / kClipContextLength; };
+    negative = encode_windows(o.negative_prompt, windows(positive));
+    if (windows(*negative) > windows(positive)) positive = encode_windows(o.prompt, windows(*negative));
     if (o.negative_prompt.empty() && config_.force_zeros_for_empty_prompt) {
       std::ranges::fill(negative->context, 0.0f);
       std::ranges::fill(negative->pooled, 0.0f);

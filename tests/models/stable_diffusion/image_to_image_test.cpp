@@ -71,6 +71,23 @@ TEST_F(ImageToImage, AMaskThatRepaintsEverythingIsImageToImage) {
   EXPECT_EQ(p.generate(options(repaint, 0.5, 3)).pixels, p.generate(options({}, 0.5, 3)).pixels);
 }
 
+// A negative prompt of more 77-token windows than the prompt pads the prompt (A1111's way), and the
+// reverse: either order gives an image.
+TEST_F(ImageToImage, PromptsOfDifferentLengthsShareABatch) {
+  const Pipeline p = pipeline();
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "castle, river, ";
+  for (const bool long_negative : {true, false}) {
+    GenerationOptions o;
+    o.prompt = long_negative ? "a lighthouse" : long_text;
+    o.negative_prompt = long_negative ? long_text : "blurry";
+    o.width = 64;
+    o.height = 48;
+    o.sampler.steps = 2;
+    EXPECT_EQ(p.generate(o).pixels.size(), 64u * 48 * 3);
+  }
+}
+
 TEST_F(ImageToImage, RefusesWhatDoesNotFit) {
   const Pipeline p = pipeline();
   GenerationOptions o = options(std::vector<float>(10), 0.5, 1);
