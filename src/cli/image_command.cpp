@@ -30,6 +30,7 @@ struct ImageFlags {
   std::string sampler = "euler_a", schedule = "default", rng = "cpu", device = "auto";
   sd::GenerationOptions options;
   int threads = 0;
+  bool vae_tiling = false;
   CLI::Option* seed = nullptr;
 };
 
@@ -99,6 +100,7 @@ void run(ImageFlags& f) {
   if (!f.seed->count()) o.seed = std::random_device{}();
   if (!f.mask.empty() && f.init_image.empty()) fail("--mask needs --init-img, the image to inpaint");
   if (!f.init_image.empty()) o.init = read_init(f);
+  if (f.vae_tiling) o.vae_tiling = sd::VaeTiling{};
 
   sd::OpenOptions open;
   open.vae = f.vae;
@@ -182,6 +184,9 @@ void add_image_command(CLI::App& app) {
                   "Inpainting: white repaints, black keeps (same size as --init-img; inpainting models or any other)");
   cmd->add_option("--lora", flags->loras,
                   "A kohya/A1111 LoRA .safetensors, FILE or FILE:STRENGTH (default 1); repeat for several");
+  cmd->add_flag("--vae-tiling", flags->vae_tiling,
+                "Decode (and encode) in overlapping tiles of the model's native size, blended: bounded memory for "
+                "large images, as diffusers' enable_tiling()");
   cmd->add_option("--vae", flags->vae, "A separate VAE: a .safetensors file (original or diffusers names) or folder");
   cmd->add_option("--config", flags->config,
                   "A diffusers folder whose configs describe a single-file checkpoint (as diffusers' from_single_file(config=))");

@@ -141,9 +141,11 @@ TextConditioning Pipeline::encode_windows(const std::string& prompt, std::size_t
 
 TextConditioning Pipeline::encode_prompt(const std::string& prompt) const { return encode_windows(prompt, 1); }
 
-std::vector<float> Pipeline::encode_image(std::span<const float> nchw, int height, int width) const {
+std::vector<float> Pipeline::encode_image(std::span<const float> nchw, int height, int width,
+                                          const std::optional<VaeTiling>& tiling) const {
   const VaeConfig& vae = config_.vae;
-  std::vector<float> mean = backend_.download(vae_.encode(backend_.upload(nchw, {1, 3, height, width})).mean);
+  const Tensor image = backend_.upload(nchw, {1, 3, height, width});
+  std::vector<float> mean = backend_.download((tiling ? vae_.encode(image, *tiling) : vae_.encode(image)).mean);
   for (float& v : mean) v = (v - vae.shift_factor) * vae.scaling_factor;
   return mean;
 }
@@ -160,7 +162,9 @@ Pipeline::ImageConditioning Pipeline::condition_on(const GenerationOptions& o) c
     for (int ch = 0; ch < 3; ++ch) image[ch * pixels + p] = 2 * init.image.pixels[p * 3 + ch] - 1;
   const bool inpainting_unet = config_.unet.in_channels != config_.vae.latent_channels;
   // The image's own latents start image to image, and keep the unmasked part with other UNets.
-  if (init.strength < 1 || !inpainting_unet) c.image_latents = repeat(encode_image(image, height, width), o.batch);
+  if (init.strength < 1 || !inpainting_unet) {
+    c.image_latents = repeat(encode_image(image, height, width, o.vae_tiling), o.batch);
+  }
   if (init.mask.empty()) return c;
 
   std::vector<float> mask(pixels);
@@ -173,7 +177,7 @@ Pipeline::ImageConditioning Pipeline::condition_on(const GenerationOptions& o) c
     for (int ch = 0; ch < 3; ++ch)
       for (std::size_t p = 0; p < pixels; ++p) image[ch * pixels + p] *= 1 - mask[p];
     std::vector<float> extra = latent_mask;
-    const std::vector<float> masked = encode_image(image, height, width);
+    const std::vector<float> masked = encode_image(image, height, width, o.vae_tiling);
     extra.insert(extra.end(), masked.begin(), masked.end());
     c.unet_extra = repeat(extra, o.batch);
   }
@@ -289,14 +293,16 @@ Images Pipeline::generate(const GenerationOptions& options, std::span<const floa
     sampler->add_noise(image.image_latents, initial_noise, sampler->schedule()[0].sigma, latents);
   }
   denoise(*sampler, latents, o, positive, negative ? &*negative : nullptr, image, initial_noise, step_noise, progress);
-  return decode(latents, o.batch, h, w);
+  return decode(latents, o.batch, h, w, o.vae_tiling);
 }
 
-Images Pipeline::decode(std::span<const float> latents, int batch, int height, int width) const {
+Images Pipeline::decode(std::span<const float> latents, int batch, int height, int width,
+                        const std::optional<VaeTiling>& tiling) const {
   const VaeConfig& vae = config_.vae;
   std::vector<float> scaled(latents.begin(), latents.end());
   for (float& v : scaled) v = v / vae.scaling_factor + vae.shift_factor;
-  const std::vector<float> image = backend_.download(vae_.decode(backend_.upload(scaled, {batch, vae.latent_channels, height, width})));
+  const Tensor z = backend_.upload(scaled, {batch, vae.latent_channels, height, width});
+  const std::vector<float> image = backend_.download(tiling ? vae_.decode(z, *tiling) : vae_.decode(z));
   Images out{batch, width * vae.downscale(), height * vae.downscale(), {}};
   const std::size_t plane = static_cast<std::size_t>(out.width) * out.height;
   out.pixels.resize(static_cast<std::size_t>(batch) * plane * 3);

@@ -55,6 +55,9 @@ struct GenerationOptions {
   std::uint64_t seed = 0;
   Rng rng = Rng::torch_cpu;
   std::optional<InitImage> init;
+  // The VAE a tile at a time (diffusers' enable_tiling) for large images, so that its memory stays
+  // bounded; none: whole images.
+  std::optional<VaeTiling> vae_tiling;
 };
 
 // A prompt's text conditioning: the UNet's context [1, 77 * windows, cross_attention_dim] and, for
@@ -84,8 +87,9 @@ class Pipeline {
                   const Progress& progress = {}) const;
 
   TextConditioning encode_prompt(const std::string& prompt) const;
-  // latents / scaling factor through the VAE, as images in [0, 1].
-  Images decode(std::span<const float> latents, int batch, int height, int width) const;
+  // latents / scaling factor through the VAE (tiled where `tiling` says), as images in [0, 1].
+  Images decode(std::span<const float> latents, int batch, int height, int width,
+                const std::optional<VaeTiling>& tiling = std::nullopt) const;
   const PipelineConfig& config() const { return config_; }
 
  private:
@@ -98,7 +102,8 @@ class Pipeline {
   };
   ImageConditioning condition_on(const GenerationOptions& options) const;
   // The image's latents distribution's mean times the scaling factor: [1][c][h][w].
-  std::vector<float> encode_image(std::span<const float> nchw, int height, int width) const;
+  std::vector<float> encode_image(std::span<const float> nchw, int height, int width,
+                                  const std::optional<VaeTiling>& tiling) const;
 
   void denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& options,
                const TextConditioning& positive, const TextConditioning* negative, const ImageConditioning& image,

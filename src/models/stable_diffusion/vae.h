@@ -11,6 +11,14 @@
 
 namespace rf::stable_diffusion {
 
+// Tiled decoding and encoding, as diffusers' enable_tiling(): the input is cut into tiles that
+// overlap by `overlap`, each run alone (so memory depends on the tile, not the image), and the
+// outputs' overlaps blended linearly, top and left into each tile, in diffusers' order.
+struct VaeTiling {
+  int latent_tile = 0;    // latents a tile is wide and high; 0: the config's sample size / downscale
+  double overlap = 0.25;  // diffusers' tile_overlap_factor
+};
+
 struct LatentDistribution {
   Tensor mean;    // [batch, latent_channels, h, w]
   Tensor logvar;  // clamped to [-30, 20] as diffusers does
@@ -24,6 +32,9 @@ class Vae {
   LatentDistribution encode(const Tensor& image) const;
   // latents [batch, latent_channels, h, w] -> image [batch, 3, 8h, 8w], about [-1, 1], unclamped.
   Tensor decode(const Tensor& latents) const;
+  // The same a tile at a time where the input is larger than one tile (else as above).
+  LatentDistribution encode(const Tensor& image, const VaeTiling& tiling) const;
+  Tensor decode(const Tensor& latents, const VaeTiling& tiling) const;
   const VaeConfig& config() const { return config_; }
 
  private:
@@ -42,6 +53,10 @@ class Vae {
     MidBlock mid;
     NormWeights norm_out;
   };
+
+  Tensor moments(const Tensor& image) const;  // the encoder's output: mean channels, then log-variance
+  LatentDistribution split(const Tensor& moments) const;
+  int latent_tile(const VaeTiling& tiling) const;
 
   Coder read_encoder(const ParameterReader& p) const;
   Coder read_decoder(const ParameterReader& p) const;

@@ -38,10 +38,12 @@ class GpuNetworks : public Networks {
 TEST_P(GpuNetworks, TextEncoderMatchesTransformers) { check_text_encoders(); }
 TEST_P(GpuNetworks, UnetMatchesDiffusers) { check_unet(); }
 TEST_P(GpuNetworks, VaeMatchesDiffusers) { check_vae(); }
+TEST_P(GpuNetworks, TiledVaeMatchesDiffusers) { check_vae_tiling(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, GpuNetworks, ::testing::Values("sd15", "sdxl", "sd15_inpaint"));
 
 class GpuTextToImage : public GpuNetworks {};
 TEST_P(GpuTextToImage, MatchesDiffusers) { check_text_to_image(); }
+TEST_P(GpuTextToImage, ImageToImageMatchesDiffusers) { check_image_to_image(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, GpuTextToImage, ::testing::Values("sd15", "sdxl"));
 
 class GpuNetworksFp32 : public GpuNetworks {

@@ -17,10 +17,12 @@ class CpuNetworks : public Networks {
 TEST_P(CpuNetworks, TextEncoderMatchesTransformers) { check_text_encoders(); }
 TEST_P(CpuNetworks, UnetMatchesDiffusers) { check_unet(); }
 TEST_P(CpuNetworks, VaeMatchesDiffusers) { check_vae(); }
+TEST_P(CpuNetworks, TiledVaeMatchesDiffusers) { check_vae_tiling(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, CpuNetworks, ::testing::Values("sd15", "sd2", "sdxl", "sd15_inpaint"));
 
 class CpuTextToImage : public CpuNetworks {};
 TEST_P(CpuTextToImage, MatchesDiffusers) { check_text_to_image(); }
+TEST_P(CpuTextToImage, ImageToImageMatchesDiffusers) { check_image_to_image(); }
 INSTANTIATE_TEST_SUITE_P(TinyModels, CpuTextToImage, ::testing::Values("sd15", "sd2", "sdxl"));
 
 class CpuInpainting : public CpuNetworks {};

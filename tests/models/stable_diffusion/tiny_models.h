@@ -1,13 +1,12 @@
 #pragma once
 // The tiny models' checks against diffusers (tests/fixtures/sd/models, made by
 // tools/fixtures/make_sd_model_fixtures.py): each text encoder, one UNet call, a VAE decode and
-// encode, and 4-step text-to-image runs from the committed inputs, on whichever ImageBackend a test
-// gives (networks_test.cpp: the CPU; gpu_networks_test.cpp: the GPU). The references are float64
-// computations from the same fp16-valued weights.
+// encode, and 4-step text-to-image, inpainting and LoRA runs from the committed inputs, on whichever
+// ImageBackend a test gives (networks_test.cpp: the CPU; gpu_networks_test.cpp: the GPU). The
+// references are float64 computations from the same fp16-valued weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,7 +25,6 @@
 #include "util/expect_close.h"
 
 namespace rf::stable_diffusion::tiny {
-
 
 // The checks, on the backend a subclass gives (backend_) with its tolerances.
 class Networks : public ::testing::TestWithParam<std::string> {
@@ -69,6 +67,8 @@ class Networks : public ::testing::TestWithParam<std::string> {
   void check_text_to_image();
   void check_inpainting();
   void check_lora();
+  void check_vae_tiling();
+  void check_image_to_image();
   // A reference image [1][3][H][W] in [0, 1] as the pipeline takes images: [1][H][W][3].
   Images image_of(const std::string& name) const;
 
@@ -205,6 +205,39 @@ inline void Networks::check_lora() {
     std::printf("[  psnr    ] %s %-14s %.1f dB (at least %.0f)\n", GetParam().c_str(), name, db, tolerances_.min_psnr_db);
     EXPECT_GE(db, tolerances_.min_psnr_db) << name;
   }
+}
+
+// diffusers' tiled decode (enable_tiling, tiles of 4 latents overlapping by a quarter) of latents
+// of odd sizes, whose edge tiles are smaller; and it is not the untiled decode.
+inline void Networks::check_vae_tiling() {
+  const Vae vae(checkpoint_.vae(), checkpoint_.config().vae, *backend_);
+  const Tensor tiled = vae.decode(input("vae.tiled.in"), VaeTiling{4, 0.25});
+  expect("vae.tiled.out", tiled, "vae.tiled.out");
+  const std::vector<float> untiled = ref("vae.tiled.untiled_out"), out = backend_->download(tiled);
+  EXPECT_GT(test::relative_max_error(out, untiled), 10 * tolerances_.tensors) << "the seams should show";
+}
+
+// Image to image: diffusers' Img2Img pipeline, 8 Euler steps at strength 0.6 (4 run) from the test
+// image's latents (the encoder's mean, as ours) and the recorded noise.
+inline void Networks::check_image_to_image() {
+  const nlohmann::json doc = fixture::read_json(dir_ + "/reference.json");
+  const nlohmann::json& run = doc["runs"]["img2img.euler"];
+  PipelineConfig config = checkpoint_.config();
+  config.scheduler = scheduler_config_from_json(run["scheduler_config"], "img2img.euler");
+  const Pipeline pipeline({config, checkpoint_.unet(), checkpoint_.vae(), checkpoint_.text_encoder(),
+                           checkpoint_.text_encoder_2(), checkpoint_.tokenizer()},
+                          *backend_);
+  Images image = image_of("vae.encode.in");  // the test image, in [-1, 1]
+  for (float& v : image.pixels) v = (v + 1) / 2;
+  GenerationOptions o;
+  o.prompt = doc["texts"]["p0"];
+  o.negative_prompt = doc["texts"]["neg"];
+  o.sampler.steps = run["steps"];
+  o.init = InitImage{image, {}, run["strength"].get<double>()};
+  TorchCpuGenerator unused(0);
+  const double db = psnr(pipeline.generate(o, ref("img2img.noise"), unused).pixels, ref("img2img.euler.image"));
+  std::printf("[  psnr    ] %s img2img euler %.1f dB (at least %.0f)\n", GetParam().c_str(), db, tolerances_.min_psnr_db);
+  EXPECT_GE(db, tolerances_.min_psnr_db);
 }
 
 }  // namespace rf::stable_diffusion::tiny
