@@ -69,9 +69,9 @@ void add_lora(std::vector<Part>& parts, const LoraFile& use) {
   }
   for (const std::string& module : modules) {
     const auto part = std::ranges::find_if(parts, [&](const Part& p) { return module.starts_with(p.prefix); });
-    const auto target = part == parts.end() ? nullptr : &part->modules;
-    const auto found = target ? target->find(module.substr(part->prefix.size())) : decltype(target->end()){};
-    if (!target || found == target->end()) {
+    const auto found = part == parts.end() ? std::map<std::string, std::string>::const_iterator{}
+                                           : part->modules.find(module.substr(part->prefix.size()));
+    if (part == parts.end() || found == part->modules.end()) {
       fail("{}: module {} is not in this model: a LoRA for another architecture?", use.path, module);
     }
     const TensorView& up = tensors.at(module + ".lora_up.weight");

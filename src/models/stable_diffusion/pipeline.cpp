@@ -17,6 +17,7 @@ void apply_weights(std::span<float> window, std::span<const float> weights, int 
   for (std::size_t t = 0; t < weights.size(); ++t)
     for (int i = 0; i < width; ++i) window[t * width + i] *= weights[t];
   const double after = std::accumulate(window.begin(), window.end(), 0.0) / window.size();
+  if (after == 0) return;  // nothing to restore the mean from (A1111 would divide by zero)
   const float rescale = static_cast<float>(before / after);
   for (float& v : window) v *= rescale;
 }
@@ -184,12 +185,9 @@ Pipeline::ImageConditioning Pipeline::condition_on(const GenerationOptions& o) c
   return c;
 }
 
-void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& o,
-                       const TextConditioning& positive, const TextConditioning* negative,
-                       const ImageConditioning& image, std::span<const float> noise, NoiseSource& step_noise,
-                       const Progress& progress) const {
+UnetConditioning Pipeline::unet_conditioning(const GenerationOptions& o, const TextConditioning& positive,
+                                             const TextConditioning* negative) const {
   ImageBackend& b = backend_;
-  const int h = o.height / config_.vae.downscale(), w = o.width / config_.vae.downscale();
   const int rows = negative ? 2 * o.batch : o.batch;  // with guidance: the negative rows, then the positive
   const auto stack = [&](const std::vector<float> TextConditioning::*field) {
     std::vector<float> all = negative ? repeat(negative->*field, o.batch) : std::vector<float>{};
@@ -197,14 +195,27 @@ void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const Generat
     all.insert(all.end(), pos.begin(), pos.end());
     return all;
   };
-  UnetConditioning cond{b.upload(stack(&TextConditioning::context), {rows, positive.tokens, config_.unet.cross_attention_dim}),
-                        std::nullopt, std::nullopt};
+  UnetConditioning cond{
+      b.upload(stack(&TextConditioning::context), {rows, positive.tokens, config_.unet.cross_attention_dim}),
+      std::nullopt, std::nullopt};
   if (config_.unet.text_time_embedding) {
     cond.text_embeds = b.upload(stack(&TextConditioning::pooled), {rows, static_cast<int>(positive.pooled.size())});
+    // SDXL's size and crop conditioning: original size, crop top-left, target size.
     const std::vector<float> ids{static_cast<float>(o.height), static_cast<float>(o.width), 0, 0,
                                  static_cast<float>(o.height), static_cast<float>(o.width)};
     cond.time_ids = b.upload(repeat(ids, rows), {rows, 6});
   }
+  return cond;
+}
+
+void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& o,
+                       const TextConditioning& positive, const TextConditioning* negative,
+                       const ImageConditioning& image, std::span<const float> noise, NoiseSource& step_noise,
+                       const Progress& progress) const {
+  ImageBackend& b = backend_;
+  const int h = o.height / config_.vae.downscale(), w = o.width / config_.vae.downscale();
+  const int rows = negative ? 2 * o.batch : o.batch;
+  const UnetConditioning cond = unet_conditioning(o, positive, negative);
   const std::size_t plane = static_cast<std::size_t>(h) * w, latent = config_.vae.latent_channels * plane;
   // Inpainting UNets take each image's mask and masked-image latents after its latents.
   const auto unet_input = [&](std::span<const float> input) {

@@ -105,6 +105,9 @@ class Pipeline {
   std::vector<float> encode_image(std::span<const float> nchw, int height, int width,
                                   const std::optional<VaeTiling>& tiling) const;
 
+  // The UNet's text (and SDXL's size) conditioning for a batch: the negative rows, then the positive.
+  UnetConditioning unet_conditioning(const GenerationOptions& options, const TextConditioning& positive,
+                                     const TextConditioning* negative) const;
   void denoise(Sampler& sampler, std::span<float> latents, const GenerationOptions& options,
                const TextConditioning& positive, const TextConditioning* negative, const ImageConditioning& image,
                std::span<const float> noise, NoiseSource& step_noise, const Progress& progress) const;
