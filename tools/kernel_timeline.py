@@ -7,9 +7,14 @@ latest end of the kernels before it (its marginal time); the GPU idles where a k
 every earlier one has ended. Steps are cut at each launch of the step's first kernel (the token
 embedding); the last --steps complete ones are averaged.
 
+With --totals, for a trace without steps to cut (Stable Diffusion's, whose kernels do not overlap):
+each kernel's summed own time over the whole trace and its share, the largest first.
+
     python3 tools/kernel_timeline.py trace.csv [--steps 16] [--first embedding_kernel]
+    python3 tools/kernel_timeline.py trace.csv --totals [--top 25]
 """
 import argparse
+import collections
 import csv
 import re
 import statistics
@@ -58,12 +63,30 @@ def timeline(kernels, steps, first):
     return summary, rows
 
 
+def totals(kernels, top):
+    """Each kernel name's summed own time and launch count, the `top` largest."""
+    time, launches = collections.Counter(), collections.Counter()
+    for k in kernels:
+        time[k["name"]] += k["end"] - k["start"]
+        launches[k["name"]] += 1
+    everything = sum(time.values())
+    print(f"kernel time {everything / 1e6:.2f} ms in {len(kernels)} launches")
+    print(f"{'ms':>9} {'share':>6} {'launches':>8}  kernel")
+    for name, ns in time.most_common(top):
+        print(f"{ns / 1e6:>9.2f} {100 * ns / everything:>5.1f}% {launches[name]:>8}  {name}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace")
     parser.add_argument("--steps", type=int, default=16, help="complete steps to average, from the end")
     parser.add_argument("--first", default="embedding_kernel", help="the step's first kernel (a substring)")
+    parser.add_argument("--totals", action="store_true", help="summed time per kernel over the whole trace")
+    parser.add_argument("--top", type=int, default=25, help="kernels --totals lists")
     args = parser.parse_args()
+    if args.totals:
+        totals(load(args.trace), args.top)
+        return
     s, rows = timeline(load(args.trace), args.steps, args.first)
     print(f"steps: {s['steps']}, kernels a step: {s['kernels']}, step wall {s['wall']:.1f} us (median), "
           f"idle inside a step {s['idle']:.1f} us, after its last kernel {s['after']:.1f} us")

@@ -52,12 +52,15 @@ struct LinearWeights {
   const float* bias = nullptr;
 };
 
-// A square-kernel convolution: `w` is [out_channels] rows of in_channels * kernel * kernel values.
+// A square-kernel convolution: `w` is [out_channels] rows of in_channels * kernel * kernel values, in
+// PyTorch's (c, ky, kx) order unless `position_major`: (ky, kx, c), the order a GPU backend's implicit
+// GEMM takes.
 struct ConvWeights {
   WeightMatrix w{};
   const float* bias = nullptr;
   int in_channels = 0;
   int kernel = 1;
+  bool position_major = false;
 };
 
 // GroupNorm's or LayerNorm's affine: `channels` gammas and betas.
@@ -77,6 +80,13 @@ class ImageBackend {
   // type of the weights for its tensor cores), as a VAE that overflows fp16 needs (force_upcast).
   virtual WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) = 0;
   virtual const float* vector(const TensorView& view) = 0;
+  // A convolution's weights, [out, in, kernel, kernel] in `view`, with its bias (from vector()); as
+  // matrix() reads them unless the backend keeps them in an order of its own.
+  virtual ConvWeights conv_weights(const TensorView& view, const float* bias, int in_channels, int kernel,
+                                   bool fp32_products) {
+    const std::size_t cols = static_cast<std::size_t>(in_channels) * kernel * kernel;
+    return {matrix(view, view.elements() / cols, cols, fp32_products), bias, in_channels, kernel};
+  }
 
   // Device memory held: the weights and the most activations held at once (a GPU backend's pool
   // keeps what it allocated); 0 where the backend runs in host memory.

@@ -36,9 +36,8 @@ LinearWeights ParameterReader::linear(std::string_view name, int in, int out, bo
 
 ConvWeights ParameterReader::conv(std::string_view name, int in, int out, int kernel) const {
   const std::string n(name);
-  const std::size_t cols = static_cast<std::size_t>(in) * kernel * kernel;
-  return {backend_.matrix(get(n + ".weight", {out, in, kernel, kernel}), out, cols, fp32_products_),
-          backend_.vector(get(n + ".bias", {out})), in, kernel};
+  return backend_.conv_weights(get(n + ".weight", {out, in, kernel, kernel}), backend_.vector(get(n + ".bias", {out})),
+                               in, kernel, fp32_products_);
 }
 
 NormWeights ParameterReader::norm(std::string_view name, int channels) const {

@@ -1,6 +1,7 @@
 #pragma once
 // Attention over the paged KV cache: the plan that picks the kernels for a batch, and the planned launch;
-// and non-causal attention over dense heads, Stable Diffusion's (image_attention.cu).
+// and attention over dense heads by matrix products (attention_by_products.cu). Stable Diffusion's
+// flash kernels: image_attention.h.
 #include <cstddef>
 
 #include "backend/gpu/attention/kv_cache.h"
@@ -83,15 +84,10 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
                               HeadShape shape, float scale, float* out, void* workspace, const DeviceContext& ctx,
                               const DecodeRope& rope = {}, HalfCopy half = {}, QuantizedActivations rounded = {});
 
-// Non-causal attention of batch_heads independent heads: y[h][i] = softmax(q[h][i] . k[h]^T * scale)
-// v[h], with q and y [batch_heads][queries][head_dim], k and v [batch_heads][keys][head_dim]
-// (Stable Diffusion's self- and cross-attention). backend/cpu/image_ops.h's attention is the reference.
-bool image_attention_supports(int head_dim);  // 40, 64, 80, 128 and 160
-void launch_image_attention(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
-                            int head_dim, float scale, float* y, const DeviceContext& ctx);
-
-// The same for any head width and optionally causal (query i sees keys 0..i), by two matrix products a
-// head around a row softmax (attention_by_products.cu); workspace holds attention_by_products_bytes.
+// Attention of batch_heads independent heads, q and y [batch_heads][queries][head_dim], k and v
+// [batch_heads][keys][head_dim], of any head width and optionally causal (query i sees keys 0..i), by
+// two matrix products a head around a row softmax (attention_by_products.cu); workspace holds
+// attention_by_products_bytes. backend/cpu/image_ops.h's attention is the reference.
 std::size_t attention_by_products_bytes(int queries, int keys, int head_dim);
 void launch_attention_by_products(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
                                   int head_dim, float scale, bool causal, float* y, void* workspace,

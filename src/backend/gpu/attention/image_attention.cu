@@ -1,12 +1,9 @@
-// Non-causal attention over dense q, k and v (Stable Diffusion's self- and cross-attention), flash
-// style: a block takes a tile of queries of one head and streams the keys and values through shared
-// memory in tiles, with an online softmax, so no score matrix of queries x keys is ever stored.
-// Portable (no warp-level code); the tensor-core version is the FA3 issue's.
+// Stable Diffusion's attention in fp32 (image_attention.h), flash style: a block takes a tile of
+// queries of one head and streams the keys and values through shared memory in tiles, with an online
+// softmax. Portable (no warp-level code): HIP's path, and CUDA's where the products must stay fp32.
 #include <cfloat>
-#include <utility>
-
-#include "backend/gpu/attention/attention.h"
-#include "backend/gpu/common/constant_dispatch.h"
+#include "backend/gpu/attention/image_attention.h"
+#include "backend/gpu/attention/image_attention.cuh"
 #include "backend/gpu/runtime/launch_check.h"
 
 namespace rf::gpu {
@@ -20,16 +17,18 @@ static_assert(kQueries * kKeys == kThreads);
 
 template <int kDim>
 __global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* q, const float* k, const float* v,
-                                                                   int queries, int keys, float scale, float* y) {
+                                                                   ImageAttentionShape s, float scale, float* y) {
   __shared__ float q_tile[kQueries][kDim], k_tile[kKeys][kDim], v_tile[kKeys][kDim], o_tile[kQueries][kDim];
   __shared__ float p[kQueries][kKeys], row_max[kQueries], row_sum[kQueries], rescale[kQueries];
-  const int head = blockIdx.y, first = blockIdx.x * kQueries, t = threadIdx.x;
-  const float* q_head = q + (static_cast<std::size_t>(head) * queries + first) * kDim;
-  const float* k_head = k + static_cast<std::size_t>(head) * keys * kDim;
-  const float* v_head = v + static_cast<std::size_t>(head) * keys * kDim;
+  const int image = blockIdx.y / s.heads, head = blockIdx.y % s.heads, first = blockIdx.x * kQueries, t = threadIdx.x;
+  const int queries = s.queries, keys = s.keys;
+  const std::size_t row = static_cast<std::size_t>(s.heads) * kDim;  // from one token's values to the next's
+  const float* q_head = q + (static_cast<std::size_t>(image) * queries + first) * row + head * kDim;
+  const float* k_head = k + static_cast<std::size_t>(image) * keys * row + head * kDim;
+  const float* v_head = v + static_cast<std::size_t>(image) * keys * row + head * kDim;
   const int rows = min(kQueries, queries - first);
   for (int i = t; i < kQueries * kDim; i += kThreads) {
-    q_tile[i / kDim][i % kDim] = i / kDim < rows ? q_head[i] * scale : 0.0f;
+    q_tile[i / kDim][i % kDim] = i / kDim < rows ? q_head[i / kDim * row + i % kDim] * scale : 0.0f;
     o_tile[i / kDim][i % kDim] = 0.0f;
   }
   if (t < kQueries) row_max[t] = -FLT_MAX, row_sum[t] = 0.0f;
@@ -38,8 +37,9 @@ __global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* 
     __syncthreads();  // the last pass is done with the tiles
     for (int i = t; i < kKeys * kDim; i += kThreads) {
       const bool real = i / kDim < tile_keys;
-      k_tile[i / kDim][i % kDim] = real ? k_head[static_cast<std::size_t>(start) * kDim + i] : 0.0f;
-      v_tile[i / kDim][i % kDim] = real ? v_head[static_cast<std::size_t>(start) * kDim + i] : 0.0f;
+      const std::size_t at = (static_cast<std::size_t>(start) + i / kDim) * row + i % kDim;
+      k_tile[i / kDim][i % kDim] = real ? k_head[at] : 0.0f;
+      v_tile[i / kDim][i % kDim] = real ? v_head[at] : 0.0f;
     }
     __syncthreads();
     const int qi = t / kKeys, kj = t % kKeys;
@@ -65,14 +65,8 @@ __global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* 
     }
   }
   __syncthreads();
-  float* out = y + (static_cast<std::size_t>(head) * queries + first) * kDim;
-  for (int i = t; i < rows * kDim; i += kThreads) out[i] = o_tile[i / kDim][i % kDim] / row_sum[i / kDim];
-}
-
-// Calls f with head_dim as a constant, where the kernel is built for it.
-template <class F>
-bool with_image_head_dim(int head_dim, F&& f) {
-  return with_constant<40, 64, 80, 128, 160>(head_dim, std::forward<F>(f));
+  float* out = y + (static_cast<std::size_t>(image) * queries + first) * row + head * kDim;
+  for (int i = t; i < rows * kDim; i += kThreads) out[i / kDim * row + i % kDim] = o_tile[i / kDim][i % kDim] / row_sum[i / kDim];
 }
 
 }  // namespace
@@ -81,14 +75,19 @@ bool image_attention_supports(int head_dim) {
   return with_image_head_dim(head_dim, [](auto) {});
 }
 
-void launch_image_attention(const float* q, const float* k, const float* v, int batch_heads, int queries, int keys,
-                            int head_dim, float scale, float* y, const DeviceContext& ctx) {
-  require(batch_heads >= 0 && queries >= 0 && keys > 0, "launch_image_attention", "bad head, query or key count");
-  require(image_attention_supports(head_dim), "launch_image_attention", "head_dim must be 40, 64, 80, 128 or 160");
-  if (batch_heads == 0 || queries == 0) return;
-  const dim3 grid((queries + kQueries - 1) / kQueries, batch_heads);
-  with_image_head_dim(head_dim, [&](auto dim) {
-    image_attention_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, k, v, queries, keys, scale, y);
+void check_image_attention(const ImageAttentionShape& shape, const char* launch) {
+  require(shape.batch >= 0 && shape.heads > 0 && shape.queries >= 0 && shape.keys > 0, launch,
+          "bad batch, head, query or key count");
+  require(image_attention_supports(shape.head_dim), launch, "head_dim must be 40, 64, 80, 128 or 160");
+}
+
+void launch_image_attention(const float* q, const float* k, const float* v, const ImageAttentionShape& shape,
+                            float scale, float* y, const DeviceContext& ctx) {
+  check_image_attention(shape, "launch_image_attention");
+  if (shape.batch == 0 || shape.queries == 0) return;
+  const dim3 grid((shape.queries + kQueries - 1) / kQueries, shape.batch * shape.heads);
+  with_image_head_dim(shape.head_dim, [&](auto dim) {
+    image_attention_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, k, v, shape, scale, y);
   });
   RF_GPU_CHECK_LAUNCH();
 }

@@ -4,7 +4,7 @@
 // 2^-11 relative each, the f16 cache's own rounding. Keys and values stream through shared memory by
 // cp.async, the next tile's keys loading while this tile's values are used.
 #include "backend/gpu/attention/attention.cuh"
-#include "backend/gpu/common/tensor_core.cuh"
+#include "backend/gpu/attention/flash_mma.cuh"
 #include "backend/gpu/runtime/device_context.h"
 
 namespace rf::gpu::attention {
@@ -26,14 +26,8 @@ namespace {
 
 constexpr int kLanes = 32;  // mma.sync and ldmatrix are instructions of a 32-lane warp
 constexpr int kThreads = kWarps * kLanes;
-constexpr int kTileKeys = 64;
+using flash::kTileKeys;
 
-__device__ __forceinline__ unsigned pack_halves(float low, float high) {
-  return float_to_half_bits(low) | static_cast<unsigned>(float_to_half_bits(high)) << 16;
-}
-
-// Lane l holds C rows l/4 (c0, c1) and l/4 + 8 (c2, c3) at columns 2(l%4) + {0, 1} (tensor_core.cuh): an
-// S fragment pair over 16 keys is therefore P's A fragment as it stands.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     prefill_mma_kernel(const float* q, KvCacheLayer cache, AttentionBatch batch, HeadShape shape, float q_scale,
@@ -64,16 +58,16 @@ __global__ void __launch_bounds__(kThreads)
     if (query.head >= 0 && t < batch.n_tokens) {
       v = *reinterpret_cast<const float4*>(q + static_cast<std::size_t>(t) * q_dim + query.head * kHeadDim + d);
     }
-    *reinterpret_cast<uint2*>(&k_tile[r][d]) =
-        make_uint2(pack_halves(v.x * q_scale, v.y * q_scale), pack_halves(v.z * q_scale, v.w * q_scale));
+    *reinterpret_cast<uint2*>(&k_tile[r][d]) = make_uint2(flash::pack_halves(v.x * q_scale, v.y * q_scale),
+                                                          flash::pack_halves(v.z * q_scale, v.w * q_scale));
   }
   __syncthreads();
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int matrix = lane / 8, matrix_row = lane % 8;  // the ldmatrix row this lane addresses
+  const flash::LaneMatrix lm(lane);
   unsigned q_frag[kSteps][4];
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
-    load_matrices(q_frag[ks], &k_tile[warp * kWarpRows + matrix % 2 * 8 + matrix_row][ks * 16 + matrix / 2 * 8]);
+    load_matrices(q_frag[ks], &k_tile[warp * kWarpRows + lm.matrix % 2 * 8 + lm.row][ks * 16 + lm.matrix / 2 * 8]);
   }
   __syncthreads();  // k_tile takes keys from here on
 
@@ -106,19 +100,8 @@ __global__ void __launch_bounds__(kThreads)
       const bool active = warp_limit >= static_cast<float>(first);
       wait_copies<1>();  // keys of tile j (its values may still be in flight)
       __syncthreads();
-      float s[kTileKeys / 8][4] = {};
-      if (active) {
-#pragma unroll
-        for (int ks = 0; ks < kSteps; ++ks) {
-#pragma unroll
-          for (int np = 0; np < kTileKeys / 16; ++np) {
-            unsigned b[4];
-            load_matrices(b, &k_tile[np * 16 + matrix / 2 * 8 + matrix_row][ks * 16 + matrix % 2 * 8]);
-            mma(s[2 * np], q_frag[ks], b[0], b[1]);
-            mma(s[2 * np + 1], q_frag[ks], b[2], b[3]);
-          }
-        }
-      }
+      float s[flash::kScoreTiles][4];
+      if (active) flash::tile_scores(s, q_frag, k_tile, lm);
       __syncthreads();  // every warp is done with k_tile
       if (j + 1 < n_tiles) {
         load_tile(cache.keys, k_tile, first + kTileKeys);
@@ -130,68 +113,24 @@ __global__ void __launch_bounds__(kThreads)
       unsigned p_frag[kTileKeys / 16][4];
       if (active) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {  // row lane/4, then lane/4 + 8
-          float tile_max = -INFINITY;
+        for (int nt = 0; nt < flash::kScoreTiles; ++nt) {
 #pragma unroll
-          for (int nt = 0; nt < kTileKeys / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& score = s[nt][2 * half + e];
-              if (first + nt * 8 + lane % 4 * 2 + e > limit[half]) score = -INFINITY;
-              tile_max = fmaxf(tile_max, score);
-            }
-          }
-          tile_max = fmaxf(tile_max, shuffle_xor(tile_max, 1));  // the 4 lanes of a row
-          tile_max = fmaxf(tile_max, shuffle_xor(tile_max, 2));
-          const float new_max = fmaxf(row_max[half], tile_max);
-          const float reference = new_max == -INFINITY ? 0.0f : new_max;
-          const float alpha = exp2f(row_max[half] - reference);
-          row_max[half] = new_max;
-          row_sum[half] *= alpha;
-#pragma unroll
-          for (int nt = 0; nt < kTileKeys / 8; ++nt) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              float& score = s[nt][2 * half + e];
-              score = exp2f(score - reference);
-              row_sum[half] += score;
-            }
-          }
-#pragma unroll
-          for (int nd = 0; nd < kHeadDim / 8; ++nd) {
-            o[nd][2 * half] *= alpha;
-            o[nd][2 * half + 1] *= alpha;
+          for (int e = 0; e < 4; ++e) {
+            if (first + flash::tile_key(lane, nt, e % 2) > limit[e / 2]) s[nt][e] = -INFINITY;
           }
         }
-#pragma unroll
-        for (int kk = 0; kk < kTileKeys / 16; ++kk) {
-          p_frag[kk][0] = pack_halves(s[2 * kk][0], s[2 * kk][1]);
-          p_frag[kk][1] = pack_halves(s[2 * kk][2], s[2 * kk][3]);
-          p_frag[kk][2] = pack_halves(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-          p_frag[kk][3] = pack_halves(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        }
+        flash::online_softmax(s, o, row_max, row_sum);
+        flash::weight_fragments(p_frag, s);
       }
       __syncthreads();  // every thread's copies of v_tile have landed
-      if (active) {
-#pragma unroll
-        for (int kk = 0; kk < kTileKeys / 16; ++kk) {
-#pragma unroll
-          for (int dp = 0; dp < kSteps; ++dp) {
-            unsigned b[4];
-            load_matrices_transposed(b, &v_tile[kk * 16 + matrix % 2 * 8 + matrix_row][dp * 16 + matrix / 2 * 8]);
-            mma(o[2 * dp], p_frag[kk], b[0], b[1]);
-            mma(o[2 * dp + 1], p_frag[kk], b[2], b[3]);
-          }
-        }
-      }
+      if (active) flash::accumulate_values(o, p_frag, v_tile, lm);
       __syncthreads();  // every warp is done with v_tile
       if (j + 1 < n_tiles) load_tile(cache.values, v_tile, first + kTileKeys);
     }
 
+    flash::finish_sums(row_sum);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      row_sum[half] += shuffle_xor(row_sum[half], 1);
-      row_sum[half] += shuffle_xor(row_sum[half], 2);
       if (limit[half] < 0) continue;
       const int t = first_token + rows[half].token_index;
       float* dst = out + static_cast<std::size_t>(t) * q_dim + rows[half].head * kHeadDim;
@@ -211,16 +150,9 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 bool tensor_core_kernel_available(int head_dim) {
-  cudaFuncAttributes attributes;
-  cudaError_t status = cudaSuccess;
-  with_head_dim(head_dim, [&](auto dim) {
-    status = cudaFuncGetAttributes(&attributes, prefill_mma_kernel<decltype(dim)::value>);
-  });
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();  // no code for this device: an answer here, not an error for later checks
-    return false;
-  }
-  return attributes.ptxVersion >= 80;
+  bool built = false;
+  with_head_dim(head_dim, [&](auto dim) { built = built_for_tensor_cores(prefill_mma_kernel<decltype(dim)::value>); });
+  return built;
 }
 
 void launch_prefill_mma(const float* q, KvCacheLayer cache, const AttentionBatch& batch, HeadShape shape, float q_scale,

@@ -9,6 +9,18 @@
 
 namespace rf::gpu {
 
+// Whether the build holds code of `kernel` for this device made for sm_80 or later, the fast paths'
+// condition: false (and no error left for later checks) where it holds none.
+template <class Kernel>
+bool built_for_tensor_cores(Kernel* kernel) {
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attributes.ptxVersion >= 80;
+}
+
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }

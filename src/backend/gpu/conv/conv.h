@@ -1,9 +1,12 @@
 #pragma once
-// 2-D convolution of NCHW images (conv2d.cu): the products of the UNet's and the VAE's convolutions
-// as matrix products of W with patches gathered a band of output pixels at a time, through
-// launch_gemm (cuBLAS on CUDA, the tiled kernel on HIP). backend/cpu/image_ops.h's conv2d, which
-// works the same way, is the reference.
+// 2-D convolution of NCHW images, the UNet's and the VAE's, y = conv2d(x, W) + bias (bias may be
+// null): square kernels, zero padding, W [out_channels] rows of in_channels * kernel * kernel values.
+// An implicit GEMM on NVIDIA's tensor cores where the weights are 16-bit and the channels suit it, and
+// otherwise (HIP, fp32 weights, the few-channel convolutions at either end of the networks) products
+// with gathered patches. backend/cpu/image_ops.h's conv2d is the reference.
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "backend/conv_shape.h"
 #include "backend/gpu/runtime/device_context.h"
@@ -11,13 +14,28 @@
 
 namespace rf::gpu {
 
-// Scratch launch_conv2d needs for this shape: a band of patches and of their products.
-std::size_t conv2d_workspace_bytes(const ConvShape& shape);
+// The implicit GEMM on tensor cores (conv2d_mma.cu) takes W's columns ordered (ky, kx, c), so that a
+// tile of them is whole channels of one kernel position: conv2d_mma_order permutes PyTorch's
+// (c, ky, kx) into it, where conv2d_mma_order_suits (f16 or bf16 weights, in_channels a multiple of
+// 32). It rounds the patch values to W's type. Available on CUDA devices of compute capability 8.0
+// and later; workspace holds conv2d_mma_workspace_bytes (the sums of split k, where the tiles alone
+// would leave the device idle).
+bool conv2d_mma_available(const DeviceContext& ctx);
+bool conv2d_mma_order_suits(int in_channels, int kernel, DType weights);
+std::vector<std::uint16_t> conv2d_mma_order(const std::uint16_t* weights, int out_channels, int in_channels,
+                                            int kernel);
+std::size_t conv2d_mma_workspace_bytes(const ConvShape& shape, const DeviceContext& ctx);
+void launch_conv2d_mma(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
+                       void* workspace, const DeviceContext& ctx);
 
-// y = conv2d(x, W) + bias (bias may be null): square kernels, zero padding; W is [out_channels] rows
-// of in_channels * kernel * kernel values (PyTorch's [out, in, kh, kw]) in any stored type.
-// workspace holds conv2d_workspace_bytes(shape).
-void launch_conv2d(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
-                   void* workspace, const DeviceContext& ctx);
+// The portable way, W in PyTorch's order and any stored type: products of W with patches gathered a
+// band of output pixels at a time, through launch_gemm (cuBLAS on CUDA, the tiled kernel on HIP);
+// workspace holds conv2d_patches_workspace_bytes (a band of patches and of their products).
+std::size_t conv2d_patches_workspace_bytes(const ConvShape& shape);
+void launch_conv2d_by_patches(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias,
+                              float* y, void* workspace, const DeviceContext& ctx);
+
+// Refuses (as a launch error naming `launch`) a bad shape or weights of another shape.
+void check_conv2d(const ConvShape& shape, const WeightMatrix& w, const char* launch);
 
 }  // namespace rf::gpu

@@ -1,5 +1,5 @@
-// conv2d as products of W with gathered patches (conv.h). A first, portable form: the patches go
-// through memory, where an implicit GEMM would gather them into its tiles.
+// conv2d as products of W with gathered patches (conv.h): the portable form, the patches going through
+// memory.
 #include <algorithm>
 
 #include "backend/gpu/conv/conv.h"
@@ -53,17 +53,21 @@ __global__ void __launch_bounds__(kThreads) scatter_kernel(const float* products
 
 }  // namespace
 
-std::size_t conv2d_workspace_bytes(const ConvShape& s) {
+void check_conv2d(const ConvShape& s, const WeightMatrix& w, const char* launch) {
+  require(s.batch >= 0 && s.in_channels > 0 && s.out_channels > 0 && s.kernel > 0 && s.stride > 0 && s.padding >= 0 &&
+              s.out_height() > 0 && s.out_width() > 0,
+          launch, "bad shape");
+  require(w.rows == static_cast<std::size_t>(s.out_channels) && w.cols == patch_size(s), launch,
+          "W must be [out_channels] rows of in_channels * kernel * kernel");
+}
+
+std::size_t conv2d_patches_workspace_bytes(const ConvShape& s) {
   return band_pixels(s) * (patch_size(s) + s.out_channels) * sizeof(float);
 }
 
-void launch_conv2d(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
-                   void* workspace, const DeviceContext& ctx) {
-  require(s.batch >= 0 && s.in_channels > 0 && s.out_channels > 0 && s.kernel > 0 && s.stride > 0 && s.padding >= 0 &&
-              s.out_height() > 0 && s.out_width() > 0,
-          "launch_conv2d", "bad shape");
-  require(w.rows == static_cast<std::size_t>(s.out_channels) && w.cols == patch_size(s), "launch_conv2d",
-          "W must be [out_channels] rows of in_channels * kernel * kernel");
+void launch_conv2d_by_patches(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
+                              void* workspace, const DeviceContext& ctx) {
+  check_conv2d(s, w, "launch_conv2d_by_patches");
   const std::size_t pixels = static_cast<std::size_t>(s.out_height()) * s.out_width(), band = band_pixels(s);
   float* patches = static_cast<float*>(workspace);
   float* products = patches + band * patch_size(s);

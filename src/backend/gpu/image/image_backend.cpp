@@ -6,10 +6,12 @@
 #include <map>
 
 #include "backend/gpu/attention/attention.h"
+#include "backend/gpu/attention/image_attention.h"
 #include "backend/gpu/conv/conv.h"
 #include "backend/gpu/elementwise/elementwise.h"
 #include "backend/gpu/embedding/embedding.h"
 #include "backend/gpu/gemm/gemm.h"
+#include "backend/gpu/gemm/gemm_kernels.h"
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/runtime/device_buffer.h"
 #include "util/error.h"
@@ -80,6 +82,20 @@ class GpuImageBackend final : public ImageBackend {
     return {view.dtype, rows, cols, weights_.emplace_back(bytes, view.bytes).data()};
   }
 
+  // 16-bit weights that the implicit GEMM can take go to the device in its order.
+  ConvWeights conv_weights(const TensorView& view, const float* bias, int in_channels, int kernel,
+                           bool fp32_products) override {
+    const bool tensor_cores = !fp32_products && products_ == ProductInputs::weight_type && conv2d_mma_available(ctx_) &&
+                              conv2d_mma_order_suits(in_channels, kernel, view.dtype);
+    if (!tensor_cores) return ImageBackend::conv_weights(view, bias, in_channels, kernel, fp32_products);
+    const std::size_t cols = static_cast<std::size_t>(in_channels) * kernel * kernel, rows = view.elements() / cols;
+    const std::vector<std::uint16_t> ordered = conv2d_mma_order(static_cast<const std::uint16_t*>(view.data),
+                                                                static_cast<int>(rows), in_channels, kernel);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(ordered.data());
+    const WeightMatrix w{view.dtype, rows, cols, weights_.emplace_back(bytes, ordered.size() * sizeof(std::uint16_t)).data()};
+    return {w, bias, in_channels, kernel, true};
+  }
+
   std::size_t device_bytes() const override {
     std::size_t bytes = pool_->allocated();
     for (const auto& w : weights_) bytes += w.bytes();
@@ -111,8 +127,13 @@ class GpuImageBackend final : public ImageBackend {
     if (x.dim(1) != w.in_channels) fail("conv2d: {} input channels where the weights take {}", x.dim(1), w.in_channels);
     const ConvShape shape{x.dim(0), x.dim(1), x.dim(2), x.dim(3), static_cast<int>(w.w.rows), w.kernel, stride, padding};
     Tensor y = make({shape.batch, shape.out_channels, shape.out_height(), shape.out_width()});
-    const Tensor workspace = scratch(conv2d_workspace_bytes(shape));
-    launch_conv2d(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
+    if (w.position_major) {
+      const Tensor workspace = scratch(conv2d_mma_workspace_bytes(shape, ctx_));
+      launch_conv2d_mma(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
+    } else {
+      const Tensor workspace = scratch(conv2d_patches_workspace_bytes(shape));
+      launch_conv2d_by_patches(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
+    }
     return y;
   }
 
@@ -126,8 +147,10 @@ class GpuImageBackend final : public ImageBackend {
   Tensor group_norm(const Tensor& x, const NormWeights& norm, int groups, float eps, bool silu) override {
     expect_rank(x, 4, "group_norm");
     Tensor y = make(x.dims());
-    launch_group_norm(x.data(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3), groups, norm.gamma, norm.beta, eps, silu,
-                      y.data(), ctx_);
+    const int spatial = x.dim(2) * x.dim(3);
+    const Tensor workspace = scratch(group_norm_workspace_bytes(x.dim(0), x.dim(1), spatial, groups));
+    launch_group_norm(x.data(), x.dim(0), x.dim(1), spatial, groups, norm.gamma, norm.beta, eps, silu, y.data(),
+                      workspace.data(), ctx_);
     return y;
   }
 
@@ -153,27 +176,17 @@ class GpuImageBackend final : public ImageBackend {
 
   Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, bool causal) override {
     expect_rank(q, 3, "attention");
-    const int batch = q.dim(0), queries = q.dim(1), keys = k.dim(1), d = q.dim(2) / heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    // The kernels take [batch * heads][tokens][d].
-    const auto apart = [&](const Tensor& x, int tokens) {
-      if (heads == 1) return x;
-      Tensor y = make(x.dims());
-      launch_transpose(x.data(), batch, tokens, heads, d, y.data(), ctx_);
-      return y;
-    };
-    const Tensor qh = apart(q, queries), kh = apart(k, keys), vh = apart(v, keys);
-    Tensor yh = make(q.dims());
-    if (!causal && image_attention_supports(d)) {
-      launch_image_attention(qh.data(), kh.data(), vh.data(), batch * heads, queries, keys, d, scale, yh.data(), ctx_);
-    } else {
-      const Tensor workspace = scratch(attention_by_products_bytes(queries, keys, d));
-      launch_attention_by_products(qh.data(), kh.data(), vh.data(), batch * heads, queries, keys, d, scale, causal,
-                                   yh.data(), workspace.data(), ctx_);
-    }
-    if (heads == 1) return yh;
+    const ImageAttentionShape shape{q.dim(0), heads, q.dim(1), k.dim(1), q.dim(2) / heads};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     Tensor y = make(q.dims());
-    launch_transpose(yh.data(), batch, heads, queries, d, y.data(), ctx_);
+    if (causal || !image_attention_supports(shape.head_dim)) {
+      attention_by_products(q, k, v, shape, scale, causal, y);
+    } else if (products_ == ProductInputs::weight_type && image_attention_mma_available(ctx_, shape.head_dim)) {
+      const Tensor k_half = half_copy(k), v_half = half_copy(v);
+      launch_image_attention_mma(q.data(), half_bits(k_half), half_bits(v_half), shape, scale, y.data(), ctx_);
+    } else {
+      launch_image_attention(q.data(), k.data(), v.data(), shape, scale, y.data(), ctx_);
+    }
     return y;
   }
 
@@ -270,6 +283,31 @@ class GpuImageBackend final : public ImageBackend {
   }
 
  private:
+  // CLIP's causal attention and the VAE's single 512-wide head: the kernels take [batch * heads][tokens][d].
+  void attention_by_products(const Tensor& q, const Tensor& k, const Tensor& v, const ImageAttentionShape& shape,
+                             float scale, bool causal, Tensor& y) {
+    const auto apart = [&](const Tensor& x, int tokens) {
+      if (shape.heads == 1) return x;
+      Tensor t = make(x.dims());
+      launch_transpose(x.data(), shape.batch, tokens, shape.heads, shape.head_dim, t.data(), ctx_);
+      return t;
+    };
+    const Tensor qh = apart(q, shape.queries), kh = apart(k, shape.keys), vh = apart(v, shape.keys);
+    Tensor yh = shape.heads == 1 ? y : make(y.dims());
+    const Tensor workspace = scratch(attention_by_products_bytes(shape.queries, shape.keys, shape.head_dim));
+    launch_attention_by_products(qh.data(), kh.data(), vh.data(), shape.batch * shape.heads, shape.queries, shape.keys,
+                                 shape.head_dim, scale, causal, yh.data(), workspace.data(), ctx_);
+    if (shape.heads > 1) launch_transpose(yh.data(), shape.batch, shape.heads, shape.queries, shape.head_dim, y.data(), ctx_);
+  }
+
+  // x rounded to f16, two values to a float of the returned tensor's storage.
+  Tensor half_copy(const Tensor& x) {
+    Tensor copy = scratch(x.elements() * sizeof(std::uint16_t));
+    launch_round_to_16bit(x.data(), x.elements(), DType::F16, half_bits(copy), ctx_);
+    return copy;
+  }
+  static std::uint16_t* half_bits(const Tensor& copy) { return reinterpret_cast<std::uint16_t*>(copy.data()); }
+
   Tensor make(std::vector<int> dims) { return {TensorPool::take(pool_, Tensor::count(dims)), std::move(dims)}; }
   // At least `bytes` of device scratch, for as long as the returned tensor lives.
   Tensor scratch(std::size_t bytes) { return make({static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))}); }

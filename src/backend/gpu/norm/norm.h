@@ -1,6 +1,8 @@
 #pragma once
 // RMSNorm, fused with the residual add before it, and Qwen3's per-head q/k norm (rms_norm.cu);
 // GroupNorm and LayerNorm, Stable Diffusion's (group_norm.cu).
+#include <cstddef>
+
 #include "backend/gpu/attention/kv_cache.h"
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/runtime/device_context.h"
@@ -19,11 +21,16 @@ void launch_rms_norm(float* x, const float* residual, const float* weight, int r
 void launch_qk_norm(float* q, float* k, const float* q_weight, const float* k_weight, int n_tokens, HeadShape shape,
                     float eps, const DeviceContext& ctx);
 
+// Scratch launch_group_norm needs for this shape: the moments of the chunks each group is cut into.
+std::size_t group_norm_workspace_bytes(int batch, int channels, int spatial, int groups);
+
 // GroupNorm of NCHW images: each image's channels in `groups` groups, each group normalised over its
 // channels and `spatial` positions, then gamma * x + beta per channel; with silu_after, SiLU after
-// it. y may alias x. backend/cpu/image_ops.h's group_norm is the reference.
+// it. y may alias x. workspace holds group_norm_workspace_bytes of the same shape.
+// backend/cpu/image_ops.h's group_norm is the reference.
 void launch_group_norm(const float* x, int batch, int channels, int spatial, int groups, const float* gamma,
-                       const float* beta, float eps, bool silu_after, float* y, const DeviceContext& ctx);
+                       const float* beta, float eps, bool silu_after, float* y, void* workspace,
+                       const DeviceContext& ctx);
 
 // LayerNorm of each of `rows` rows of n values, then gamma * x + beta. y may alias x.
 void launch_layer_norm(const float* x, int rows, int n, const float* gamma, const float* beta, float eps, float* y,

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "backend/cpu/image_backend.h"
+#include "backend/gpu/attention/image_attention.h"
 #include "backend/gpu/gpu_test.h"
 #include "backend/gpu/image/image_backend.h"
 #include "util/half.h"
@@ -98,12 +99,16 @@ TEST_F(ImageBackendOps, ProductsMatchTheCpu) {
   expect("linear", cpu_.linear(x_cpu, cpu_lin), gpu_->linear(x_gpu, gpu_lin), kProducts);
   expect("linear, fp32 products", cpu_.linear(x_cpu, cpu_lin), gpu_->linear(x_gpu, gpu_exact), kExact);
 
-  const TensorView cv = f16_view(c, {48, 16, 3, 3});
-  const ConvWeights cpu_conv{cpu_.matrix(cv, 48, 144, false), cpu_.vector(bv), 16, 3};
-  const ConvWeights gpu_conv{gpu_->matrix(cv, 48, 144, false), gpu_->vector(bv), 16, 3};
-  const auto [i_cpu, i_gpu] = both({2, 16, 9, 7});
-  expect("conv2d 3x3", cpu_.conv2d(i_cpu, cpu_conv, 1, 1), gpu_->conv2d(i_gpu, gpu_conv, 1, 1), kProducts);
-  expect("conv2d 3x3 /2", cpu_.conv2d(i_cpu, cpu_conv, 2, 1), gpu_->conv2d(i_gpu, gpu_conv, 2, 1), kProducts);
+  // 16 channels take the patches' path, 32 the implicit GEMM's where the device has it.
+  for (const int channels : {16, 32}) {
+    const TensorView cv = f16_view(c, {48, static_cast<std::uint64_t>(channels), 3, 3});
+    const ConvWeights cpu_conv = cpu_.conv_weights(cv, cpu_.vector(bv), channels, 3, false);
+    const ConvWeights gpu_conv = gpu_->conv_weights(cv, gpu_->vector(bv), channels, 3, false);
+    const auto [i_cpu, i_gpu] = both({2, channels, 9, 7});
+    const std::string what = fmt::format("conv2d 3x3 of {} channels", channels);
+    expect(what, cpu_.conv2d(i_cpu, cpu_conv, 1, 1), gpu_->conv2d(i_gpu, gpu_conv, 1, 1), kProducts);
+    expect(what + " /2", cpu_.conv2d(i_cpu, cpu_conv, 2, 1), gpu_->conv2d(i_gpu, gpu_conv, 2, 1), kProducts);
+  }
   std::vector<int> ids{0, 47, 3, 3};
   expect("embed", cpu_.embed(cpu_lin.w, ids), gpu_->embed(gpu_lin.w, ids), 0);
 }
@@ -121,9 +126,11 @@ TEST_F(ImageBackendOps, AttentionMatchesTheCpu) {
     const auto [k_cpu, k_gpu] = both({c.batch, c.keys, c.heads * c.d}, -2.0f, 2.0f);
     const auto [v_cpu, v_gpu] = both({c.batch, c.keys, c.heads * c.d});
     const std::string what = fmt::format("attention d={} heads={}{}", c.d, c.heads, c.causal ? " causal" : "");
-    // The two products run cuBLAS SGEMM with TF32 off: fp32 too.
+    // The two products run cuBLAS SGEMM with TF32 off: fp32 too. The flash widths take f16 products
+    // where the device has the tensor-core kernel (image_attention_test.cpp's tolerance).
+    const bool f16_products = !c.causal && image_attention_supports(c.d) && image_attention_mma_available(ctx(), c.d);
     expect(what, cpu_.attention(q_cpu, k_cpu, v_cpu, c.heads, c.causal),
-           gpu_->attention(q_gpu, k_gpu, v_gpu, c.heads, c.causal), 1e-4);
+           gpu_->attention(q_gpu, k_gpu, v_gpu, c.heads, c.causal), f16_products ? 1e-3 : 1e-4);
   }
 }
 

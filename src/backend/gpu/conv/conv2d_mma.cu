@@ -1,0 +1,286 @@
+// conv2d as an implicit GEMM on NVIDIA's tensor cores (conv.h): mma.sync m16n8k16, sm_80+. The product
+// is Y[oc][p] = sum_k W[oc][k] P[k][p] over the patch index k = (ky, kx, c) and the output pixel p of
+// every image of the batch; P is never stored: each block gathers its tile of it from the image, rounds
+// it to the weights' 16-bit type and keeps it in shared memory. With k ordered so, a k tile is 32
+// channels at one kernel position: a pixel's bounds are checked once a tile and its values are a
+// channel plane apart. A block owns 128 output channels x 128 pixels, its eight warps 64 x 32 each.
+// The next k tile's weights stream in by cp.async and its patch values load into registers while this
+// tile's products run. Where those tiles are too few to fill the device (the UNet's innermost layers:
+// 1280 channels of 8 x 8 pixels), blocks split k and a second kernel sums their slices.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/gpu/conv/conv.h"
+#include "backend/gpu/common/tensor_core.cuh"
+#include "backend/gpu/runtime/launch_check.h"
+
+namespace rf::gpu {
+
+namespace {
+
+constexpr int kTileK = 32;  // patch values a k tile: whole channels of one kernel position
+
+}  // namespace
+
+bool conv2d_mma_order_suits(int in_channels, int kernel, DType weights) {
+  return (weights == DType::F16 || weights == DType::BF16) && in_channels % kTileK == 0 && kernel > 0;
+}
+
+std::vector<std::uint16_t> conv2d_mma_order(const std::uint16_t* weights, int out_channels, int in_channels,
+                                            int kernel) {
+  const std::size_t positions = static_cast<std::size_t>(kernel) * kernel, patch = positions * in_channels;
+  std::vector<std::uint16_t> ordered(patch * out_channels);
+  for (std::size_t o = 0; o < static_cast<std::size_t>(out_channels); ++o)
+    for (std::size_t c = 0; c < static_cast<std::size_t>(in_channels); ++c)
+      for (std::size_t k = 0; k < positions; ++k)
+        ordered[o * patch + k * in_channels + c] = weights[o * patch + c * positions + k];
+  return ordered;
+}
+
+#if defined(ROCMFORGE_GPU_CUDA)
+
+namespace {
+
+constexpr int kLanes = 32;  // mma.sync and ldmatrix are instructions of a 32-lane warp
+constexpr int kThreads = 256;
+constexpr int kTileChannels = 128;  // output channels (M) a block
+constexpr int kTilePixels = 128;    // output pixels (N) a block
+constexpr int kWarpChannels = 64, kWarpPixels = 32;
+constexpr int kStride = kTileK + 8;  // halves: 16-byte rows; ldmatrix's 8 rows hit distinct banks
+constexpr int kRuns = kTilePixels * kTileK / 8 / kThreads;  // runs of 8 patch values a thread gathers a tile
+static_assert(kThreads / kLanes == (kTileChannels / kWarpChannels) * (kTilePixels / kWarpPixels));
+static_assert(kThreads % kTilePixels == 0 && kRuns * kThreads * 8 == kTilePixels * kTileK);
+
+// Where a pixel's patch starts: its image and the top-left corner, padding included.
+struct PixelOrigin {
+  const float* image = nullptr;  // null: past the last pixel
+  int y = 0, x = 0;
+};
+
+// The 8 values of channels c .. c + 7 at kernel position (ky, kx) of the pixel's patch, zero outside
+// the image.
+__device__ __forceinline__ void gather8(const PixelOrigin& origin, const ConvShape& s, int ky, int kx, int c,
+                                        float (&v)[8]) {
+  const int iy = origin.y + ky, ix = origin.x + kx;
+  const bool inside = origin.image && iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
+  const std::size_t plane = static_cast<std::size_t>(s.height) * s.width;
+  const float* at = inside ? origin.image + c * plane + static_cast<std::size_t>(iy) * s.width + ix : nullptr;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = inside ? at[i * plane] : 0.0f;
+}
+
+template <bool kBf16>
+__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
+  unsigned w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    w[i] = float_to_16bit(v[2 * i], kBf16) | static_cast<unsigned>(float_to_16bit(v[2 * i + 1], kBf16)) << 16;
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Block (x, y, z): pixels [128x, 128x + 128) of all images, output channels [128y, 128y + 128), and
+// slice z of the k tiles. One slice writes y with the bias; several write their sums to
+// `slices` (slice z at z * y's size) for sum_slices_kernel. Two blocks an SM (128 registers a thread)
+// hide each other's gathers.
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, int out_h, int out_w, int tiles_per_slice,
+                                                              const float* x, const std::uint16_t* w,
+                                                              const float* bias, float* y, float* slices) {
+#if __CUDA_ARCH__ >= 800
+  alignas(16) __shared__ std::uint16_t w_tile[2][kTileChannels][kStride];
+  alignas(16) __shared__ std::uint16_t p_tile[2][kTilePixels][kStride];
+  const int patch = s.in_channels * s.kernel * s.kernel;
+  const int pixels = out_h * out_w;  // ConvShape's own are host code
+  const long long total_pixels = static_cast<long long>(s.batch) * pixels;
+  const int first_channel = blockIdx.y * kTileChannels;
+  const long long first_pixel = static_cast<long long>(blockIdx.x) * kTilePixels;
+  const int first_tile = blockIdx.z * tiles_per_slice;
+  const int tiles = min(tiles_per_slice, patch / kTileK - first_tile);
+
+  // This thread gathers for one pixel of the tile, always the same: runs of 8 channels
+  // my_run + r * kRunStride of each tile.
+  constexpr int kRunStride = kThreads / kTilePixels;
+  const int my_pixel = threadIdx.x % kTilePixels, my_run = threadIdx.x / kTilePixels;
+  PixelOrigin origin;
+  if (const long long p = first_pixel + my_pixel; p < total_pixels) {
+    const int n = static_cast<int>(p / pixels), q = static_cast<int>(p % pixels);
+    origin = {x + static_cast<std::size_t>(n) * s.in_channels * s.height * s.width, q / out_w * s.stride - s.padding,
+              q % out_w * s.stride - s.padding};
+  }
+  float staged[kRuns][8];
+  auto gather_tile = [&](int tile) {
+    const int k0 = (first_tile + tile) * kTileK, position = k0 / s.in_channels, c0 = k0 % s.in_channels;
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) {
+      gather8(origin, s, position / s.kernel, position % s.kernel, c0 + (my_run + r * kRunStride) * 8, staged[r]);
+    }
+  };
+  auto store_tile = [&](int buffer) {
+#pragma unroll
+    for (int r = 0; r < kRuns; ++r) {
+      *reinterpret_cast<uint4*>(&p_tile[buffer][my_pixel][(my_run + r * kRunStride) * 8]) = pack8<kBf16>(staged[r]);
+    }
+  };
+  auto load_weights = [&](int buffer, int tile) {
+    const int k0 = (first_tile + tile) * kTileK;
+    for (int c = threadIdx.x; c < kTileChannels * kTileK / 8; c += kThreads) {
+      const int row = c / (kTileK / 8), part = c % (kTileK / 8), channel = first_channel + row;
+      const bool valid = channel < s.out_channels;
+      copy_async(&w_tile[buffer][row][part * 8], valid ? w + static_cast<std::size_t>(channel) * patch + k0 + part * 8 : w,
+                 valid);
+    }
+    commit_copies();
+  };
+
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  const int warp_channel = warp / (kTilePixels / kWarpPixels) * kWarpChannels;
+  const int warp_pixel = warp % (kTilePixels / kWarpPixels) * kWarpPixels;
+  const int matrix = lane / 8, matrix_row = lane % 8;  // the ldmatrix row this lane addresses
+  float acc[kWarpChannels / 16][kWarpPixels / 8][4] = {};
+
+  load_weights(0, 0);
+  gather_tile(0);
+  store_tile(0);
+  for (int t = 0; t < tiles; ++t) {
+    const int buffer = t & 1;
+    const bool more = t + 1 < tiles;
+    if (more) {
+      load_weights(buffer ^ 1, t + 1);
+      gather_tile(t + 1);
+      wait_copies<1>();
+    } else {
+      wait_copies<0>();
+    }
+    __syncthreads();  // tile t's weights and patches are in place
+#pragma unroll
+    for (int ks = 0; ks < kTileK / 16; ++ks) {
+      unsigned a[kWarpChannels / 16][4], b[kWarpPixels / 16][4];
+#pragma unroll
+      for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
+        load_matrices(a[mi], &w_tile[buffer][warp_channel + mi * 16 + matrix % 2 * 8 + matrix_row][ks * 16 + matrix / 2 * 8]);
+      }
+#pragma unroll
+      for (int np = 0; np < kWarpPixels / 16; ++np) {
+        load_matrices(b[np], &p_tile[buffer][warp_pixel + np * 16 + matrix / 2 * 8 + matrix_row][ks * 16 + matrix % 2 * 8]);
+      }
+#pragma unroll
+      for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
+#pragma unroll
+        for (int np = 0; np < kWarpPixels / 16; ++np) {
+          mma<kBf16>(acc[mi][2 * np], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[np][0], b[np][1]);
+          mma<kBf16>(acc[mi][2 * np + 1], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[np][2], b[np][3]);
+        }
+      }
+    }
+    if (more) store_tile(buffer ^ 1);  // its last readers were tile t - 1's, before the barrier above
+    __syncthreads();                   // every warp is done with tile t before tile t + 2 overwrites it
+  }
+
+  // Lane l holds rows (channels) l/4 and l/4 + 8 of each 16 x 8 piece, columns (pixels) 2(l%4) + {0, 1}.
+  const bool sliced = gridDim.z > 1;
+  float* out = sliced ? slices + blockIdx.z * total_pixels * s.out_channels : y;
+#pragma unroll
+  for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int channel = first_channel + warp_channel + mi * 16 + lane / 4 + half * 8;
+      if (channel >= s.out_channels) continue;
+      const float b = bias && !sliced ? bias[channel] : 0.0f;
+#pragma unroll
+      for (int ni = 0; ni < kWarpPixels / 8; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long p = first_pixel + warp_pixel + ni * 8 + lane % 4 * 2 + e;
+          if (p >= total_pixels) continue;
+          const int n = static_cast<int>(p / pixels), q = static_cast<int>(p % pixels);
+          out[(static_cast<std::size_t>(n) * s.out_channels + channel) * pixels + q] = acc[mi][ni][2 * half + e] + b;
+        }
+      }
+    }
+  }
+#else
+  __trap();  // never launched: conv2d_mma_available checks the code's architecture first
+#endif
+}
+
+// y[i] = bias of i's channel + the sum of the slices' values i, in slice order.
+__global__ void __launch_bounds__(kThreads) sum_slices_kernel(const float* slices, int count, std::size_t n, int channels,
+                                                              int pixels, const float* bias, float* y) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    float sum = bias ? bias[i / pixels % channels] : 0.0f;
+    for (int z = 0; z < count; ++z) sum += slices[z * n + i];
+    y[i] = sum;
+  }
+}
+
+// How many slices k is cut into: enough blocks for two waves where the tiles alone give fewer, each
+// slice keeping at least kMinSliceTiles tiles.
+constexpr int kMinSliceTiles = 8;
+constexpr int kMaxSlices = 16;
+
+int slice_count(const ConvShape& s, int multiprocessors) {
+  const long long pixels = static_cast<long long>(s.batch) * s.out_height() * s.out_width();
+  const long long blocks = (pixels + kTilePixels - 1) / kTilePixels * ((s.out_channels + kTileChannels - 1) / kTileChannels);
+  const int tiles = s.in_channels * s.kernel * s.kernel / kTileK;
+  const long long wanted = (2LL * multiprocessors + blocks - 1) / blocks;
+  return static_cast<int>(std::clamp<long long>(std::min<long long>(wanted, tiles / kMinSliceTiles), 1, kMaxSlices));
+}
+
+}  // namespace
+
+bool conv2d_mma_available(const DeviceContext& ctx) {
+  const auto key = reinterpret_cast<const void*>(&launch_conv2d_mma);
+  return ctx.memo({key, 0, 0, 0}, [] { return built_for_tensor_cores(conv2d_mma_kernel<false>) ? 1 : 0; }) != 0;
+}
+
+std::size_t conv2d_mma_workspace_bytes(const ConvShape& s, const DeviceContext& ctx) {
+  const int slices = slice_count(s, ctx.attributes().multiprocessors);
+  if (slices == 1) return 0;
+  return static_cast<std::size_t>(slices) * s.batch * s.out_channels * s.out_height() * s.out_width() * sizeof(float);
+}
+
+void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
+                       void* workspace, const DeviceContext& ctx) {
+  check_conv2d(s, w, "launch_conv2d_mma");
+  require(conv2d_mma_order_suits(s.in_channels, s.kernel, w.dtype) && conv2d_mma_available(ctx), "launch_conv2d_mma",
+          "needs f16 or bf16 weights, in_channels a multiple of 32 and an sm_80+ build");
+  const long long total_pixels = static_cast<long long>(s.batch) * s.out_height() * s.out_width();
+  if (total_pixels == 0) return;
+  const int slices = slice_count(s, ctx.attributes().multiprocessors);
+  const int tiles = s.in_channels * s.kernel * s.kernel / kTileK, per_slice = (tiles + slices - 1) / slices;
+  const dim3 grid(static_cast<unsigned>((total_pixels + kTilePixels - 1) / kTilePixels),
+                  (s.out_channels + kTileChannels - 1) / kTileChannels, (tiles + per_slice - 1) / per_slice);
+  const auto* weights = static_cast<const std::uint16_t*>(w.data);
+  float* sums = static_cast<float*>(workspace);
+  if (w.dtype == DType::BF16) {
+    conv2d_mma_kernel<true><<<grid, kThreads, 0, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x,
+                                                                 weights, bias, y, sums);
+  } else {
+    conv2d_mma_kernel<false><<<grid, kThreads, 0, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x,
+                                                                  weights, bias, y, sums);
+  }
+  RF_GPU_CHECK_LAUNCH();
+  if (grid.z == 1) return;
+  const std::size_t n = static_cast<std::size_t>(total_pixels) * s.out_channels;
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 8192));
+  sum_slices_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(sums, static_cast<int>(grid.z), n, s.out_channels,
+                                                           s.out_height() * s.out_width(), bias, y);
+  RF_GPU_CHECK_LAUNCH();
+}
+
+#else  // HIP: no tensor-core path yet (the patches serve)
+
+bool conv2d_mma_available(const DeviceContext&) { return false; }
+
+std::size_t conv2d_mma_workspace_bytes(const ConvShape&, const DeviceContext&) { return 0; }
+
+void launch_conv2d_mma(const ConvShape&, const float*, const WeightMatrix&, const float*, float*, void*,
+                       const DeviceContext&) {
+  throw_bad_launch("launch_conv2d_mma", "no tensor-core convolution in this build");
+}
+
+#endif
+
+}  // namespace rf::gpu
