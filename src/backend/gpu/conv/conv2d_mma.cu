@@ -1,14 +1,13 @@
 // conv2d as an implicit GEMM on NVIDIA's tensor cores (conv.h): mma.sync m16n8k16, sm_80+. The product
 // is Y[oc][p] = sum_k W[oc][k] P[k][p] over the patch index k = (ky, kx, c) and the output pixel p of
-// every image of the batch; P is never stored: each block gathers its tile of it from the image, rounds
-// it to the weights' 16-bit type and keeps it in shared memory. With k ordered so, a k tile is 32
-// channels at one kernel position: a pixel's bounds are checked once a tile and its values are a
-// channel plane apart. A block owns 128 output channels x 128 pixels, its eight warps 64 x 32 each.
-// The next k tile's weights stream in by cp.async and its patch values load into registers while this
-// tile's products run. Where those tiles are too few to fill the device (the UNet's innermost layers:
-// 1280 channels of 8 x 8 pixels), blocks split k and a second kernel sums their slices.
+// every image of the batch; P is never stored: each block copies its tile of it from the image into
+// shared memory and rounds it to the weights' 16-bit type as it builds the mma fragments. With k
+// ordered so, a k tile is 32 channels at one kernel position: a pixel's bounds are checked once a tile
+// and its values are a channel plane apart. A block owns 128 output channels x 128 pixels, its eight
+// warps 64 x 32 each; weights and patch values stream in by cp.async, kStages - 1 tiles ahead of the
+// products. Where the tiles are too few to fill the device (the UNet's innermost layers: 1280
+// channels of 8 x 8 pixels), blocks split k and a second kernel sums their slices.
 #include <algorithm>
-#include <cstring>
 
 #include "backend/gpu/conv/conv.h"
 #include "backend/gpu/common/tensor_core.cuh"
@@ -46,10 +45,19 @@ constexpr int kThreads = 256;
 constexpr int kTileChannels = 128;  // output channels (M) a block
 constexpr int kTilePixels = 128;    // output pixels (N) a block
 constexpr int kWarpChannels = 64, kWarpPixels = 32;
-constexpr int kStride = kTileK + 8;  // halves: 16-byte rows; ldmatrix's 8 rows hit distinct banks
-constexpr int kRuns = kTilePixels * kTileK / 8 / kThreads;  // runs of 8 patch values a thread gathers a tile
+constexpr int kStages = 4;
+constexpr int kWeightStride = kTileK + 8;     // halves: 16-byte rows; ldmatrix's 8 rows hit distinct banks
+constexpr int kPatchStride = kTilePixels + 4;  // floats: a fragment's 8 k rows x 4 pixels hit distinct banks
+constexpr int kRowStride = kThreads / kTilePixels;  // a thread copies patch rows my_row + r * kRowStride
 static_assert(kThreads / kLanes == (kTileChannels / kWarpChannels) * (kTilePixels / kWarpPixels));
-static_assert(kThreads % kTilePixels == 0 && kRuns * kThreads * 8 == kTilePixels * kTileK);
+static_assert(kThreads % kTilePixels == 0 && kTileK % kRowStride == 0);
+
+// One k tile in shared memory: weights [channel][k] (16-bit) and patch values [k][pixel] (fp32).
+struct Stage {
+  std::uint16_t weights[kTileChannels][kWeightStride];
+  float patches[kTileK][kPatchStride];
+};
+constexpr std::size_t kSharedBytes = kStages * sizeof(Stage);
 
 // Where a pixel's patch starts: its image and the top-left corner, padding included.
 struct PixelOrigin {
@@ -57,80 +65,92 @@ struct PixelOrigin {
   int y = 0, x = 0;
 };
 
-// The 8 values of channels c .. c + 7 at kernel position (ky, kx) of the pixel's patch, zero outside
-// the image.
-__device__ __forceinline__ void gather8(const PixelOrigin& origin, const ConvShape& s, int ky, int kx, int c,
-                                        float (&v)[8]) {
-  const int iy = origin.y + ky, ix = origin.x + kx;
-  const bool inside = origin.image && iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
-  const std::size_t plane = static_cast<std::size_t>(s.height) * s.width;
-  const float* at = inside ? origin.image + c * plane + static_cast<std::size_t>(iy) * s.width + ix : nullptr;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) v[i] = inside ? at[i * plane] : 0.0f;
+// Two values rounded to the 16-bit type and packed, low first: one conversion instruction.
+template <bool kBf16>
+__device__ __forceinline__ unsigned pack_pair(float low, float high) {
+  if constexpr (kBf16) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    return *reinterpret_cast<const unsigned*>(&pair);
+  } else {
+    const __half2 pair = __floats2half2_rn(low, high);
+    return *reinterpret_cast<const unsigned*>(&pair);
+  }
 }
 
-template <bool kBf16>
-__device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
-  unsigned w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    w[i] = float_to_16bit(v[2 * i], kBf16) | static_cast<unsigned>(float_to_16bit(v[2 * i + 1], kBf16)) << 16;
+// Where the next k tile to load sits: channel c0 at kernel position (ky, kx). Tiles load in order,
+// so it moves on by additions (a division by the channel count a tile costs more than the copies).
+struct TileCursor {
+  int c0, ky, kx;
+  __device__ void advance(const ConvShape& s) {
+    c0 += kTileK;
+    if (c0 < s.in_channels) return;
+    c0 = 0;
+    if (++kx < s.kernel) return;
+    kx = 0;
+    ++ky;
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
+};
 
 // Block (x, y, z): pixels [128x, 128x + 128) of all images, output channels [128y, 128y + 128), and
 // slice z of the k tiles. One slice writes y with the bias; several write their sums to
 // `slices` (slice z at z * y's size) for sum_slices_kernel. Two blocks an SM (128 registers a thread)
-// hide each other's gathers.
+// hide each other's waits.
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, int out_h, int out_w, int tiles_per_slice,
-                                                              const float* x, const std::uint16_t* w,
-                                                              const float* bias, float* y, float* slices) {
+                                                                 const float* x, const std::uint16_t* w,
+                                                                 const float* bias, float* y, float* slices) {
 #if __CUDA_ARCH__ >= 800
-  alignas(16) __shared__ std::uint16_t w_tile[2][kTileChannels][kStride];
-  alignas(16) __shared__ std::uint16_t p_tile[2][kTilePixels][kStride];
+  extern __shared__ __align__(16) unsigned char shared[];
+  Stage* stages = reinterpret_cast<Stage*>(shared);
   const int patch = s.in_channels * s.kernel * s.kernel;
   const int pixels = out_h * out_w;  // ConvShape's own are host code
   const long long total_pixels = static_cast<long long>(s.batch) * pixels;
+  const std::size_t plane = static_cast<std::size_t>(s.height) * s.width;
   const int first_channel = blockIdx.y * kTileChannels;
   const long long first_pixel = static_cast<long long>(blockIdx.x) * kTilePixels;
   const int first_tile = blockIdx.z * tiles_per_slice;
   const int tiles = min(tiles_per_slice, patch / kTileK - first_tile);
 
-  // This thread gathers for one pixel of the tile, always the same: runs of 8 channels
-  // my_run + r * kRunStride of each tile.
-  constexpr int kRunStride = kThreads / kTilePixels;
-  const int my_pixel = threadIdx.x % kTilePixels, my_run = threadIdx.x / kTilePixels;
+  // This thread copies patch rows my_row + r * kRowStride of one pixel of the tile, always the same,
+  // and weight rows my_weight_row + r * kWeightRowStride, always the same piece of them.
+  const int my_pixel = threadIdx.x % kTilePixels, my_row = threadIdx.x / kTilePixels;
   PixelOrigin origin;
   if (const long long p = first_pixel + my_pixel; p < total_pixels) {
     const int n = static_cast<int>(p / pixels), q = static_cast<int>(p % pixels);
-    origin = {x + static_cast<std::size_t>(n) * s.in_channels * s.height * s.width, q / out_w * s.stride - s.padding,
+    origin = {x + (static_cast<std::size_t>(n) * s.in_channels + my_row) * plane, q / out_w * s.stride - s.padding,
               q % out_w * s.stride - s.padding};
   }
-  float staged[kRuns][8];
-  auto gather_tile = [&](int tile) {
-    const int k0 = (first_tile + tile) * kTileK, position = k0 / s.in_channels, c0 = k0 % s.in_channels;
+  constexpr int kPieces = kTileK / 8, kWeightRowStride = kThreads / kPieces;
+  const int my_weight_row = threadIdx.x / kPieces, my_piece = threadIdx.x % kPieces;
+  const std::uint16_t* weight_rows[kTileChannels / kWeightRowStride];
 #pragma unroll
-    for (int r = 0; r < kRuns; ++r) {
-      gather8(origin, s, position / s.kernel, position % s.kernel, c0 + (my_run + r * kRunStride) * 8, staged[r]);
-    }
-  };
-  auto store_tile = [&](int buffer) {
+  for (int r = 0; r < kTileChannels / kWeightRowStride; ++r) {
+    const int channel = first_channel + my_weight_row + r * kWeightRowStride;
+    weight_rows[r] = channel < s.out_channels
+                         ? w + static_cast<std::size_t>(channel) * patch + first_tile * kTileK + my_piece * 8
+                         : nullptr;
+  }
+  const int first_k = first_tile * kTileK, first_position = first_k / s.in_channels;
+  TileCursor cursor{first_k % s.in_channels, first_position / s.kernel, first_position % s.kernel};
+  auto load_tile = [&](int tile) {
+    if (tile < tiles) {
+      Stage& stage = stages[tile % kStages];
 #pragma unroll
-    for (int r = 0; r < kRuns; ++r) {
-      *reinterpret_cast<uint4*>(&p_tile[buffer][my_pixel][(my_run + r * kRunStride) * 8]) = pack8<kBf16>(staged[r]);
+      for (int r = 0; r < kTileChannels / kWeightRowStride; ++r) {
+        const std::uint16_t* from = weight_rows[r];
+        copy_async(&stage.weights[my_weight_row + r * kWeightRowStride][my_piece * 8], from ? from + tile * kTileK : w,
+                   from != nullptr);
+      }
+      const int iy = origin.y + cursor.ky, ix = origin.x + cursor.kx;
+      const bool inside = origin.image && iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
+      const float* at = inside ? origin.image + cursor.c0 * plane + iy * s.width + ix : x;
+#pragma unroll
+      for (int r = 0; r < kTileK / kRowStride; ++r) {
+        copy_async4(&stage.patches[my_row + r * kRowStride][my_pixel], inside ? at + r * kRowStride * plane : x, inside);
+      }
+      cursor.advance(s);
     }
-  };
-  auto load_weights = [&](int buffer, int tile) {
-    const int k0 = (first_tile + tile) * kTileK;
-    for (int c = threadIdx.x; c < kTileChannels * kTileK / 8; c += kThreads) {
-      const int row = c / (kTileK / 8), part = c % (kTileK / 8), channel = first_channel + row;
-      const bool valid = channel < s.out_channels;
-      copy_async(&w_tile[buffer][row][part * 8], valid ? w + static_cast<std::size_t>(channel) * patch + k0 + part * 8 : w,
-                 valid);
-    }
-    commit_copies();
+    commit_copies();  // an empty group past the last tile keeps the count wait_copies expects
   };
 
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
@@ -139,42 +159,32 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, in
   const int matrix = lane / 8, matrix_row = lane % 8;  // the ldmatrix row this lane addresses
   float acc[kWarpChannels / 16][kWarpPixels / 8][4] = {};
 
-  load_weights(0, 0);
-  gather_tile(0);
-  store_tile(0);
+  for (int t = 0; t < kStages - 1; ++t) load_tile(t);
   for (int t = 0; t < tiles; ++t) {
-    const int buffer = t & 1;
-    const bool more = t + 1 < tiles;
-    if (more) {
-      load_weights(buffer ^ 1, t + 1);
-      gather_tile(t + 1);
-      wait_copies<1>();
-    } else {
-      wait_copies<0>();
-    }
-    __syncthreads();  // tile t's weights and patches are in place
+    wait_copies<kStages - 2>();  // tile t's copies, this thread's
+    __syncthreads();             // everyone's; and everyone is done with tile t - 1, whose stage loads next
+    load_tile(t + kStages - 1);
+    const Stage& stage = stages[t % kStages];
 #pragma unroll
     for (int ks = 0; ks < kTileK / 16; ++ks) {
-      unsigned a[kWarpChannels / 16][4], b[kWarpPixels / 16][4];
+      unsigned a[kWarpChannels / 16][4];
 #pragma unroll
       for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
-        load_matrices(a[mi], &w_tile[buffer][warp_channel + mi * 16 + matrix % 2 * 8 + matrix_row][ks * 16 + matrix / 2 * 8]);
+        load_matrices(a[mi], &stage.weights[warp_channel + mi * 16 + matrix % 2 * 8 + matrix_row][ks * 16 + matrix / 2 * 8]);
       }
+      // B's fragment: lane l holds k rows 2(l%4) + {0, 1} (b0) and + 8 (b1) of pixel column l/4.
+      const float* column = &stage.patches[ks * 16 + lane % 4 * 2][warp_pixel + lane / 4];
 #pragma unroll
-      for (int np = 0; np < kWarpPixels / 16; ++np) {
-        load_matrices(b[np], &p_tile[buffer][warp_pixel + np * 16 + matrix / 2 * 8 + matrix_row][ks * 16 + matrix % 2 * 8]);
-      }
+      for (int ni = 0; ni < kWarpPixels / 8; ++ni) {
+        const float* c = column + ni * 8;
+        const unsigned b0 = pack_pair<kBf16>(c[0], c[kPatchStride]);
+        const unsigned b1 = pack_pair<kBf16>(c[8 * kPatchStride], c[9 * kPatchStride]);
 #pragma unroll
-      for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
-#pragma unroll
-        for (int np = 0; np < kWarpPixels / 16; ++np) {
-          mma<kBf16>(acc[mi][2 * np], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[np][0], b[np][1]);
-          mma<kBf16>(acc[mi][2 * np + 1], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[np][2], b[np][3]);
+        for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
+          mma<kBf16>(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b0, b1);
         }
       }
     }
-    if (more) store_tile(buffer ^ 1);  // its last readers were tile t - 1's, before the barrier above
-    __syncthreads();                   // every warp is done with tile t before tile t + 2 overwrites it
   }
 
   // Lane l holds rows (channels) l/4 and l/4 + 8 of each 16 x 8 piece, columns (pixels) 2(l%4) + {0, 1}.
@@ -254,13 +264,14 @@ void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w
                   (s.out_channels + kTileChannels - 1) / kTileChannels, (tiles + per_slice - 1) / per_slice);
   const auto* weights = static_cast<const std::uint16_t*>(w.data);
   float* sums = static_cast<float*>(workspace);
-  if (w.dtype == DType::BF16) {
-    conv2d_mma_kernel<true><<<grid, kThreads, 0, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x,
-                                                                 weights, bias, y, sums);
-  } else {
-    conv2d_mma_kernel<false><<<grid, kThreads, 0, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x,
-                                                                  weights, bias, y, sums);
-  }
+  const auto kernel = w.dtype == DType::BF16 ? conv2d_mma_kernel<true> : conv2d_mma_kernel<false>;
+  // Past 48 KiB of shared memory a kernel must ask, once on each device.
+  ctx.memo({reinterpret_cast<const void*>(kernel), 0, 0, 0}, [&] {
+    RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
+    return 1;
+  });
+  kernel<<<grid, kThreads, kSharedBytes, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x, weights, bias,
+                                                         y, sums);
   RF_GPU_CHECK_LAUNCH();
   if (grid.z == 1) return;
   const std::size_t n = static_cast<std::size_t>(total_pixels) * s.out_channels;
