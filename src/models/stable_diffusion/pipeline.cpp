@@ -195,15 +195,15 @@ UnetConditioning Pipeline::unet_conditioning(const GenerationOptions& o, const T
     all.insert(all.end(), pos.begin(), pos.end());
     return all;
   };
-  UnetConditioning cond{
-      b.upload(stack(&TextConditioning::context), {rows, positive.tokens, config_.unet.cross_attention_dim}),
-      std::nullopt, std::nullopt};
+  UnetConditioning cond;
+  cond.context = b.upload(stack(&TextConditioning::context), {rows, positive.tokens, config_.unet.cross_attention_dim});
   if (config_.unet.text_time_embedding) {
     cond.text_embeds = b.upload(stack(&TextConditioning::pooled), {rows, static_cast<int>(positive.pooled.size())});
     // SDXL's size and crop conditioning: original size, crop top-left, target size.
     const std::vector<float> ids{static_cast<float>(o.height), static_cast<float>(o.width), 0, 0,
                                  static_cast<float>(o.height), static_cast<float>(o.width)};
     cond.time_ids = b.upload(repeat(ids, rows), {rows, 6});
+    cond.added = unet_.added_embedding(cond);  // once, not at every step (it downloads and waits)
   }
   return cond;
 }

@@ -68,10 +68,17 @@ Tensor Unet::time_embedding(int batch, float timestep, const UnetConditioning& c
   const std::vector<float> timesteps(batch, timestep);
   const Tensor sinusoids = b.timestep_embedding(timesteps, config_.levels[0].channels, config_.flip_sin_to_cos,
                                                 config_.freq_shift);
-  Tensor emb = b.linear(b.activation(b.linear(sinusoids, time_linear_1_), Activation::silu), time_linear_2_);
+  const Tensor emb = b.linear(b.activation(b.linear(sinusoids, time_linear_1_), Activation::silu), time_linear_2_);
   if (!config_.text_time_embedding) return emb;
+  return b.add(emb, cond.added ? *cond.added : added_embedding(cond));
+}
+
+Tensor Unet::added_embedding(const UnetConditioning& cond) const {
+  ImageBackend& b = backend_;
+  if (!config_.text_time_embedding) fail("this UNet has no add_embedding (only SDXL's text_time has)");
   if (!cond.text_embeds || !cond.time_ids) fail("this UNet (SDXL) needs the pooled text embedding and the time ids");
   // Each of the six ids gets its own sinusoids, laid side by side after the pooled text embedding.
+  const int batch = cond.text_embeds->dim(0);
   const std::vector<float> ids = b.download(*cond.time_ids);
   const Tensor id_sinusoids = b.timestep_embedding(ids, config_.addition_time_embed_dim, config_.flip_sin_to_cos,
                                                    config_.freq_shift);
@@ -84,7 +91,7 @@ Tensor Unet::time_embedding(int batch, float timestep, const UnetConditioning& c
     added.insert(added.end(), id_values.begin() + n * id_width, id_values.begin() + (n + 1) * id_width);
   }
   const Tensor add_input = b.upload(added, {batch, text_width + id_width});
-  return b.add(emb, b.linear(b.activation(b.linear(add_input, *add_linear_1_), Activation::silu), *add_linear_2_));
+  return b.linear(b.activation(b.linear(add_input, *add_linear_1_), Activation::silu), *add_linear_2_);
 }
 
 Tensor Unet::forward(const Tensor& sample, float timestep, const UnetConditioning& cond) const {

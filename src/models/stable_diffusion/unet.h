@@ -18,6 +18,9 @@ struct UnetConditioning {
   Tensor context;                    // [batch, tokens, cross_attention_dim]
   std::optional<Tensor> text_embeds;  // SDXL: pooled text embedding [batch, projection_dim]
   std::optional<Tensor> time_ids;     // SDXL: [batch, 6] original size, crop top-left, target size (as floats)
+  // SDXL: add_embedding of the two above (Unet::added_embedding), the same at every step; made by
+  // forward where absent.
+  std::optional<Tensor> added;
 };
 
 class Unet {
@@ -27,6 +30,8 @@ class Unet {
   // The prediction (noise or v) for `sample` [batch, in_channels, h, w] at `timestep`.
   Tensor forward(const Tensor& sample, float timestep, const UnetConditioning& conditioning) const;
   const UnetConfig& config() const { return config_; }
+  // SDXL's add_embedding of the pooled text embedding and the size/crop ids: [batch, time embedding].
+  Tensor added_embedding(const UnetConditioning& conditioning) const;
 
  private:
   struct Level {

@@ -101,7 +101,8 @@ inline void Networks::check_text_encoders() {
 
 inline void Networks::check_unet() {
   const Unet unet(checkpoint_.unet(), checkpoint_.config().unet, *backend_);
-  UnetConditioning cond{input("unet.in.encoder_hidden_states"), std::nullopt, std::nullopt};
+  UnetConditioning cond;
+  cond.context = input("unet.in.encoder_hidden_states");
   if (unet.config().text_time_embedding) {
     cond.text_embeds = input("unet.in.text_embeds");
     cond.time_ids = input("unet.in.time_ids");
