@@ -225,8 +225,9 @@ __global__ void __launch_bounds__(kThreads) sum_slices_kernel(const float* slice
   }
 }
 
-// How many slices k is cut into: enough blocks for two waves where the tiles alone give fewer, each
-// slice keeping at least kMinSliceTiles tiles.
+// How many slices k is cut into: the count that finishes soonest in whole waves of blocks (two an
+// SM), each slice keeping at least kMinSliceTiles tiles, and more slices only where they save a tenth
+// (their sums cost a pass over the output each).
 constexpr int kMinSliceTiles = 8;
 constexpr int kMaxSlices = 16;
 
@@ -234,8 +235,15 @@ int slice_count(const ConvShape& s, int multiprocessors) {
   const long long pixels = static_cast<long long>(s.batch) * s.out_height() * s.out_width();
   const long long blocks = (pixels + kTilePixels - 1) / kTilePixels * ((s.out_channels + kTileChannels - 1) / kTileChannels);
   const int tiles = s.in_channels * s.kernel * s.kernel / kTileK;
-  const long long wanted = (2LL * multiprocessors + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<long long>(std::min<long long>(wanted, tiles / kMinSliceTiles), 1, kMaxSlices));
+  const long long wave = 2LL * multiprocessors;
+  const auto time = [&](int slices) {  // in waves of unsliced blocks
+    return static_cast<double>((blocks * slices + wave - 1) / wave) / slices;
+  };
+  int best = 1;
+  for (int slices = 2; slices <= kMaxSlices && tiles / slices >= kMinSliceTiles; ++slices) {
+    if (time(slices) < 0.9 * time(best)) best = slices;
+  }
+  return best;
 }
 
 }  // namespace

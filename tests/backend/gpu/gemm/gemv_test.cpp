@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <string>
@@ -272,8 +273,15 @@ TEST_F(Gemv, FoldsTheNormOfItsInput) {
     }
     const auto g = reference_product(w[1], rows[1], cols, normed), u = reference_product(up, rows[1], cols, normed);
     std::vector<double> ref(rows[1]);
-    for (std::size_t r = 0; r < rows[1]; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
-    expect_close("gemv swiglu, norm folded, " + describe(type, rows[1], cols), swiglu_out.download(), ref, 1e-5);
+    double largest_gate = 0;
+    for (std::size_t r = 0; r < rows[1]; ++r) {
+      ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+      largest_gate = std::max(largest_gate, std::abs(g[r]));
+    }
+    // Where the gate is far below zero, silu(g) ~ g exp(g), whose relative error is g's absolute one:
+    // up to |g| times the products' 1e-6 relative.
+    expect_close("gemv swiglu, norm folded, " + describe(type, rows[1], cols), swiglu_out.download(), ref,
+                 1e-5 + 1e-6 * largest_gate);
   }
 }
 
