@@ -248,9 +248,13 @@ int slice_count(const ConvShape& s, int multiprocessors) {
 
 }  // namespace
 
+// Built for the device, and the device lets a block have the stages' shared memory (sm_86 and sm_89
+// cards allow 99 KiB: there the patches serve).
 bool conv2d_mma_available(const DeviceContext& ctx) {
   const auto key = reinterpret_cast<const void*>(&launch_conv2d_mma);
-  return ctx.memo({key, 0, 0, 0}, [] { return built_for_tensor_cores(conv2d_mma_kernel<false>) ? 1 : 0; }) != 0;
+  return ctx.memo({key, 0, 0, 0}, [&] {
+    return built_for_tensor_cores(conv2d_mma_kernel<false>) && ctx.attributes().shared_per_block >= kSharedBytes ? 1 : 0;
+  }) != 0;
 }
 
 std::size_t conv2d_mma_workspace_bytes(const ConvShape& s, const DeviceContext& ctx) {
