@@ -22,15 +22,16 @@ namespace {
 
 // Device memory for activations, kept by size once freed and handed out again: a UNet step frees
 // and allocates the same few sizes hundreds of times. Every use is on the one stream, so memory one
-// operation frees may serve the next at once.
+// operation frees may serve the next at once. What it keeps goes back to the device when an
+// allocation would not fit beside it.
 class TensorPool {
  public:
+  explicit TensorPool(const DeviceContext& ctx) : ctx_(ctx) {}
   static std::shared_ptr<float> take(const std::shared_ptr<TensorPool>& pool, std::size_t floats) {
     auto& free = pool->free_[floats];
     float* p = nullptr;
     if (free.empty()) {
-      p = static_cast<float*>(DeviceMemory::allocate(std::max<std::size_t>(floats, 1) * sizeof(float)));
-      pool->allocated_ += floats * sizeof(float);
+      p = pool->allocate(floats);
     } else {
       p = free.back();
       free.pop_back();
@@ -40,15 +41,35 @@ class TensorPool {
               else DeviceMemory::release(q);
             }};
   }
-  std::size_t allocated() const { return allocated_; }
-  ~TensorPool() {
-    for (auto& [floats, pointers] : free_)
-      for (float* p : pointers) DeviceMemory::release(p);
-  }
+  std::size_t peak() const { return peak_; }
+  ~TensorPool() { free_kept(); }  // the backend has waited for its stream
 
  private:
+  static std::size_t bytes(std::size_t floats) { return std::max<std::size_t>(floats, 1) * sizeof(float); }
+  void free_kept() {
+    for (auto& [floats, pointers] : free_) {
+      for (float* p : pointers) DeviceMemory::release(p);
+      held_ -= pointers.size() * bytes(floats);
+      pointers.clear();
+    }
+  }
+  float* allocate(std::size_t floats) {
+    void* p = nullptr;
+    if (gpuMalloc(&p, bytes(floats)) != gpuSuccess) {
+      (void)gpuGetLastError();  // out of memory: an answer here, not an error for later checks
+      ctx_.synchronize();       // queued work may still use a kept block
+      free_kept();
+      p = DeviceMemory::allocate(bytes(floats));
+    }
+    held_ += bytes(floats);
+    peak_ = std::max(peak_, held_);
+    return static_cast<float*>(p);
+  }
+
+  const DeviceContext& ctx_;
   std::map<std::size_t, std::vector<float*>> free_;
-  std::size_t allocated_ = 0;  // never given back while the pool lives: the high-water mark
+  std::size_t held_ = 0;  // blocks in use and kept
+  std::size_t peak_ = 0;  // the most held at once
 };
 
 std::size_t planes(const Tensor& x) { return static_cast<std::size_t>(x.dim(0)) * x.dim(1); }
@@ -97,7 +118,7 @@ class GpuImageBackend final : public ImageBackend {
   }
 
   std::size_t device_bytes() const override {
-    std::size_t bytes = pool_->allocated();
+    std::size_t bytes = pool_->peak();
     for (const auto& w : weights_) bytes += w.bytes();
     for (const auto& v : vectors_) bytes += v.bytes();
     return bytes;
@@ -315,7 +336,7 @@ class GpuImageBackend final : public ImageBackend {
   std::unique_ptr<DeviceContext> owned_;  // a context of its own, or none
   const DeviceContext& ctx_;
   ProductInputs products_;
-  std::shared_ptr<TensorPool> pool_ = std::make_shared<TensorPool>();
+  std::shared_ptr<TensorPool> pool_ = std::make_shared<TensorPool>(ctx_);
   std::deque<DeviceBuffer<std::uint8_t>> weights_;
   std::deque<DeviceBuffer<float>> vectors_;
 };

@@ -26,6 +26,7 @@ inline constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
+#define gpuMemGetInfo cudaMemGetInfo
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
@@ -79,6 +80,7 @@ inline constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
+#define gpuMemGetInfo hipMemGetInfo
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice

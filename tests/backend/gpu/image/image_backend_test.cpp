@@ -134,5 +134,19 @@ TEST_F(ImageBackendOps, AttentionMatchesTheCpu) {
   }
 }
 
+// Blocks the pool keeps for one size go back to the device when a tensor of another size would not
+// fit beside them.
+TEST_F(ImageBackendOps, KeptBlocksMakeRoomForOtherSizes) {
+  constexpr int kFloats = 64 << 20;  // 256 MiB
+  { const Tensor kept = gpu_->upload(std::vector<float>(kFloats, 1.0f), {kFloats}); }
+  std::size_t free_bytes = 0, total_bytes = 0;
+  RF_GPU_CHECK(gpuMemGetInfo(&free_bytes, &total_bytes));
+  // Half a block free beside the kept one: another size fits only once the kept block is let go.
+  const DeviceBuffer<std::uint8_t> filler(free_bytes - std::size_t{kFloats} * sizeof(float) / 2);
+  const std::vector<float> other(kFloats - 1024, 2.0f);
+  const Tensor placed = gpu_->upload(other, {kFloats - 1024});
+  EXPECT_EQ(gpu_->download(placed), other);
+}
+
 }  // namespace
 }  // namespace rf::gpu::test
