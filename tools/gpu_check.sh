@@ -185,11 +185,12 @@ timeline() {
     "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype "$1" -p 0 -n 32 -b "$2" -r 1 &&
     python3 tools/kernel_timeline.py "$logs/timeline-$1-b$2.csv" --steps 16
 }
-# sd_kernel_totals: where the GPU time of SD 1.5 images (512x512, 4 steps) goes, kernel by kernel.
+# sd_kernel_totals MODEL STEPS: where the GPU time of one image at MODEL's published size goes,
+# kernel by kernel (the VAE's decode included).
 sd_kernel_totals() {
-  CUDA_INJECTION64_PATH=$build/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=$logs/sd15-trace.csv \
-    "$rocmforge" bench-image --synthetic sd15 --device cuda -b 1 -r 1 --steps 4 &&
-    python3 tools/kernel_timeline.py "$logs/sd15-trace.csv" --totals
+  CUDA_INJECTION64_PATH=$build/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=$logs/$1-trace.csv \
+    "$rocmforge" bench-image --synthetic "$1" --device cuda -b 1 -r 1 --steps "$2" &&
+    python3 tools/kernel_timeline.py "$logs/$1-trace.csv" --totals
 }
 # rocmforge links the whole project: built apart, so that a failure there leaves the tests' results.
 if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
@@ -217,7 +218,8 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   if step build-trace cmake --build "$build" --target kernel_trace -j "$(nproc)"; then
     step timeline-q4_0-b1 timeline q4_0 1
     step timeline-bf16-b32 timeline bf16 32
-    step sd15-trace sd_kernel_totals
+    step sd15-trace sd_kernel_totals sd15 4
+    step sdxl-trace sd_kernel_totals sdxl 2
   fi
 fi
 # The sanitizers slow kernels down tenfold and more, so they run last; they leave out the statistical

@@ -75,17 +75,18 @@ class ImageBackend {
   virtual ~ImageBackend() = default;
 
   // Parameters, from a checkpoint's views: a matrix of `rows` x `cols`, and a 1-D parameter as fp32;
-  // both live as long as the backend. A matrix stays in its stored type, unless `fp32_products`:
-  // then it multiplies fp32 inputs as they are (a GPU backend otherwise rounds them to the 16-bit
-  // type of the weights for its tensor cores), as a VAE that overflows fp16 needs (force_upcast).
-  virtual WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) = 0;
+  // both live as long as the backend. A matrix stays in its stored type (a GPU backend rounds the
+  // inputs of its products to that type for its tensor cores), unless `fp16_overflows`: then no
+  // product takes f16 inputs, as a VAE whose activations overflow fp16 needs (force_upcast); f16
+  // weights become bf16 (fp32's range) or f32, as the backend chooses.
+  virtual WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp16_overflows) = 0;
   virtual const float* vector(const TensorView& view) = 0;
   // A convolution's weights, [out, in, kernel, kernel] in `view`, with its bias (from vector()); as
   // matrix() reads them unless the backend keeps them in an order of its own.
   virtual ConvWeights conv_weights(const TensorView& view, const float* bias, int in_channels, int kernel,
-                                   bool fp32_products) {
+                                   bool fp16_overflows) {
     const std::size_t cols = static_cast<std::size_t>(in_channels) * kernel * kernel;
-    return {matrix(view, view.elements() / cols, cols, fp32_products), bias, in_channels, kernel};
+    return {matrix(view, view.elements() / cols, cols, fp16_overflows), bias, in_channels, kernel};
   }
 
   // Device memory held: the weights and the most activations held at once (a GPU backend's pool

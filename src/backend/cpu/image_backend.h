@@ -17,8 +17,8 @@ class CpuImageBackend final : public ImageBackend {
  public:
   explicit CpuImageBackend(ThreadPool& pool) : pool_(pool) {}
 
-  // The CPU's products always take fp32 inputs: fp32_products changes nothing.
-  WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) override;
+  // The CPU's products always take fp32 inputs: fp16_overflows changes nothing.
+  WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp16_overflows) override;
   const float* vector(const TensorView& view) override;
   Tensor upload(std::span<const float> host, std::vector<int> dims) override;
   std::vector<float> download(const Tensor& x) override;

@@ -9,7 +9,7 @@
 namespace rf::stable_diffusion {
 
 ParameterReader ParameterReader::operator[](std::string_view name) const {
-  return {tensors_, backend_, prefix_ + std::string(name) + ".", fp32_products_};
+  return {tensors_, backend_, prefix_ + std::string(name) + ".", fp16_overflows_};
 }
 
 const TensorView& ParameterReader::get(std::string_view name, std::initializer_list<int> shape) const {
@@ -24,7 +24,7 @@ const TensorView& ParameterReader::get(std::string_view name, std::initializer_l
 }
 
 WeightMatrix ParameterReader::matrix(std::string_view name, int rows, int cols) const {
-  return backend_.matrix(get(name, {rows, cols}), rows, cols, fp32_products_);
+  return backend_.matrix(get(name, {rows, cols}), rows, cols, fp16_overflows_);
 }
 
 LinearWeights ParameterReader::linear(std::string_view name, int in, int out, bool bias) const {
@@ -37,7 +37,7 @@ LinearWeights ParameterReader::linear(std::string_view name, int in, int out, bo
 ConvWeights ParameterReader::conv(std::string_view name, int in, int out, int kernel) const {
   const std::string n(name);
   return backend_.conv_weights(get(n + ".weight", {out, in, kernel, kernel}), backend_.vector(get(n + ".bias", {out})),
-                               in, kernel, fp32_products_);
+                               in, kernel, fp16_overflows_);
 }
 
 NormWeights ParameterReader::norm(std::string_view name, int channels) const {

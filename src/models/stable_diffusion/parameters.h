@@ -11,10 +11,10 @@ namespace rf::stable_diffusion {
 
 class ParameterReader {
  public:
-  // With `fp32_products`, every matrix is read so that its products take fp32 inputs unrounded
+  // With `fp16_overflows`, every matrix is read so that no product takes f16 inputs
   // (ImageBackend::matrix): for a VAE whose config says force_upcast.
-  ParameterReader(const TensorSet& tensors, ImageBackend& backend, std::string prefix = {}, bool fp32_products = false)
-      : tensors_(tensors), backend_(backend), prefix_(std::move(prefix)), fp32_products_(fp32_products) {}
+  ParameterReader(const TensorSet& tensors, ImageBackend& backend, std::string prefix = {}, bool fp16_overflows = false)
+      : tensors_(tensors), backend_(backend), prefix_(std::move(prefix)), fp16_overflows_(fp16_overflows) {}
 
   // The reader of a submodule: names under `prefix.name.`.
   ParameterReader operator[](std::string_view name) const;
@@ -37,7 +37,7 @@ class ParameterReader {
   const TensorSet& tensors_;
   ImageBackend& backend_;
   std::string prefix_;
-  bool fp32_products_;
+  bool fp16_overflows_;
 };
 
 }  // namespace rf::stable_diffusion

@@ -9,7 +9,7 @@ namespace {
 
 class CpuNetworks : public Networks {
  protected:
-  CpuNetworks() : Networks({1e-4, 45.0}) { use(backend_); }
+  CpuNetworks() : Networks({1e-4, 45.0, 1e-4}) { use(backend_); }
   ThreadPool pool_{2};
   cpu::CpuImageBackend backend_{pool_};
 };

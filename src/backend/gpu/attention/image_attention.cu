@@ -21,11 +21,12 @@ __global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* 
   __shared__ float q_tile[kQueries][kDim], k_tile[kKeys][kDim], v_tile[kKeys][kDim], o_tile[kQueries][kDim];
   __shared__ float p[kQueries][kKeys], row_max[kQueries], row_sum[kQueries], rescale[kQueries];
   const int image = blockIdx.y / s.heads, head = blockIdx.y % s.heads, first = blockIdx.x * kQueries, t = threadIdx.x;
-  const int queries = s.queries, keys = s.keys;
+  const int queries = s.queries;
+  const int keys = s.causal ? min(s.keys, first + kQueries) : s.keys;  // those this block's queries see
   const std::size_t row = static_cast<std::size_t>(s.heads) * kDim;  // from one token's values to the next's
   const float* q_head = q + (static_cast<std::size_t>(image) * queries + first) * row + head * kDim;
-  const float* k_head = k + static_cast<std::size_t>(image) * keys * row + head * kDim;
-  const float* v_head = v + static_cast<std::size_t>(image) * keys * row + head * kDim;
+  const float* k_head = k + static_cast<std::size_t>(image) * s.keys * row + head * kDim;
+  const float* v_head = v + static_cast<std::size_t>(image) * s.keys * row + head * kDim;
   const int rows = min(kQueries, queries - first);
   for (int i = t; i < kQueries * kDim; i += kThreads) {
     q_tile[i / kDim][i % kDim] = i / kDim < rows ? q_head[i / kDim * row + i % kDim] * scale : 0.0f;
@@ -45,7 +46,9 @@ __global__ void __launch_bounds__(kThreads) image_attention_kernel(const float* 
     const int qi = t / kKeys, kj = t % kKeys;
     float score = 0.0f;
     for (int c = 0; c < kDim; ++c) score += q_tile[qi][c] * k_tile[kj][c];
-    p[qi][kj] = kj < tile_keys ? score : -FLT_MAX;
+    // Key 0 is in every row's first tile, so a row's maximum is a score from then on.
+    const bool seen = kj < tile_keys && (!s.causal || start + kj <= first + qi);
+    p[qi][kj] = seen ? score : -FLT_MAX;
     __syncthreads();
     if (t < kQueries) {
       float most = row_max[t];
@@ -78,6 +81,7 @@ bool image_attention_supports(int head_dim) {
 void check_image_attention(const ImageAttentionShape& shape, const char* launch) {
   require(shape.batch >= 0 && shape.heads > 0 && shape.queries >= 0 && shape.keys > 0, launch,
           "bad batch, head, query or key count");
+  require(!shape.causal || shape.queries == shape.keys, launch, "causal attention needs as many keys as queries");
   require(image_attention_supports(shape.head_dim), launch, "head_dim must be 40, 64, 80, 128 or 160");
 }
 

@@ -144,6 +144,7 @@ bool image_attention_mma_available(const DeviceContext& ctx, int head_dim) {
 void launch_image_attention_mma(const float* q, const std::uint16_t* k_half, const std::uint16_t* v_half,
                                 const ImageAttentionShape& shape, float scale, float* y, const DeviceContext& ctx) {
   check_image_attention(shape, "launch_image_attention_mma");
+  require(!shape.causal, "launch_image_attention_mma", "the tensor-core kernel is not causal");
   if (shape.batch == 0 || shape.queries == 0) return;
   const dim3 grid((shape.queries + kRows - 1) / kRows, shape.batch * shape.heads);
   with_image_head_dim(shape.head_dim, [&](auto dim) {

@@ -17,9 +17,10 @@ namespace rf::gpu {
 // The implicit GEMM on tensor cores (conv2d_mma.cu) takes W's columns ordered (ky, kx, c), so that a
 // tile of them is whole channels of one kernel position: conv2d_mma_order permutes PyTorch's
 // (c, ky, kx) into it, where conv2d_mma_order_suits (f16 or bf16 weights, in_channels a multiple of
-// 32). It rounds the patch values to W's type. Available on CUDA devices of compute capability 8.0
-// and later whose blocks may have 108.5 KiB of shared memory (not sm_86 or sm_89); workspace holds
-// conv2d_mma_workspace_bytes (the sums of split k, where the tiles alone would leave the device idle).
+// 32). It rounds the image to W's type. Available on CUDA devices of compute capability 8.0 and later
+// whose blocks may have 80 KiB of shared memory; workspace holds conv2d_mma_workspace_bytes (the
+// image rounded and pixel-major, and the sums of split k where the tiles alone would leave the device
+// idle).
 bool conv2d_mma_available(const DeviceContext& ctx);
 bool conv2d_mma_order_suits(int in_channels, int kernel, DType weights);
 std::vector<std::uint16_t> conv2d_mma_order(const std::uint16_t* weights, int out_channels, int in_channels,

@@ -1,10 +1,11 @@
 // conv2d as an implicit GEMM on NVIDIA's tensor cores (conv.h): mma.sync m16n8k16, sm_80+. The product
 // is Y[oc][p] = sum_k W[oc][k] P[k][p] over the patch index k = (ky, kx, c) and the output pixel p of
-// every image of the batch; P is never stored: each block copies its tile of it from the image into
-// shared memory and rounds it to the weights' 16-bit type as it builds the mma fragments. With k
-// ordered so, a k tile is 32 channels at one kernel position: a pixel's bounds are checked once a tile
-// and its values are a channel plane apart. A block owns 128 output channels x 128 pixels, its eight
-// warps 64 x 32 each; weights and patch values stream in by cp.async, kStages - 1 tiles ahead of the
+// every image of the batch; P is never stored: a first pass writes the image pixel-major ([n][y][x][c])
+// in the weights' 16-bit type, and each block copies its tile of P from there into shared memory. With
+// k ordered so, a k tile is 32 channels at one kernel position: a pixel's bounds are checked once a
+// tile and its 32 values are 64 contiguous bytes, four 16-byte copies, which ldmatrix turns into
+// fragments as it does the weights. A block owns 128 output channels x 128 pixels, its eight warps
+// 64 x 32 each; weights and patch values stream in by cp.async, kStages - 1 tiles ahead of the
 // products. Where the tiles are too few to fill the device (the UNet's innermost layers: 1280
 // channels of 8 x 8 pixels), blocks split k and a second kernel sums their slices.
 #include <algorithm>
@@ -46,36 +47,25 @@ constexpr int kTileChannels = 128;  // output channels (M) a block
 constexpr int kTilePixels = 128;    // output pixels (N) a block
 constexpr int kWarpChannels = 64, kWarpPixels = 32;
 constexpr int kStages = 4;
-constexpr int kWeightStride = kTileK + 8;     // halves: 16-byte rows; ldmatrix's 8 rows hit distinct banks
-constexpr int kPatchStride = kTilePixels + 4;  // floats: a fragment's 8 k rows x 4 pixels hit distinct banks
-constexpr int kRowStride = kThreads / kTilePixels;  // a thread copies patch rows my_row + r * kRowStride
+constexpr int kRowStride = kTileK + 8;  // halves: 16-byte rows; ldmatrix's 8 rows hit distinct banks
+constexpr int kPieces = kTileK / 8;     // 16-byte pieces a row of a k tile
+constexpr int kRowsPerPass = kThreads / kPieces;
 static_assert(kThreads / kLanes == (kTileChannels / kWarpChannels) * (kTilePixels / kWarpPixels));
-static_assert(kThreads % kTilePixels == 0 && kTileK % kRowStride == 0);
+static_assert(kTileChannels % kRowsPerPass == 0 && kTilePixels % kRowsPerPass == 0);
 
-// One k tile in shared memory: weights [channel][k] (16-bit) and patch values [k][pixel] (fp32).
+// One k tile in shared memory, both operands k-contiguous: weights [channel][k] and patch values
+// [pixel][k], 16-bit.
 struct Stage {
-  std::uint16_t weights[kTileChannels][kWeightStride];
-  float patches[kTileK][kPatchStride];
+  std::uint16_t weights[kTileChannels][kRowStride];
+  std::uint16_t patches[kTilePixels][kRowStride];
 };
 constexpr std::size_t kSharedBytes = kStages * sizeof(Stage);
 
-// Where a pixel's patch starts: its image and the top-left corner, padding included.
+// Where a pixel's patch starts: its image (pixel-major) and the top-left corner, padding included.
 struct PixelOrigin {
-  const float* image = nullptr;  // null: past the last pixel
+  const std::uint16_t* image = nullptr;  // null: past the last pixel
   int y = 0, x = 0;
 };
-
-// Two values rounded to the 16-bit type and packed, low first: one conversion instruction.
-template <bool kBf16>
-__device__ __forceinline__ unsigned pack_pair(float low, float high) {
-  if constexpr (kBf16) {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-    return *reinterpret_cast<const unsigned*>(&pair);
-  } else {
-    const __half2 pair = __floats2half2_rn(low, high);
-    return *reinterpret_cast<const unsigned*>(&pair);
-  }
-}
 
 // Where the next k tile to load sits: channel c0 at kernel position (ky, kx). Tiles load in order,
 // so it moves on by additions (a division by the channel count a tile costs more than the copies).
@@ -91,13 +81,34 @@ struct TileCursor {
   }
 };
 
+// x NCHW fp32 -> [n][pixel][channel] in the weights' 16-bit type, through a 32 x 32 tile in shared
+// memory so that both the reads (along pixels) and the writes (along channels) are whole lines.
+template <bool kBf16>
+__global__ void __launch_bounds__(kThreads) pixel_major_kernel(const float* x, int channels, int pixels,
+                                                               std::uint16_t* out) {
+  __shared__ float tile[32][33];
+  const int first_pixel = blockIdx.x * 32, first_channel = blockIdx.y * 32, n = blockIdx.z;
+  const int col = threadIdx.x % 32, row = threadIdx.x / 32;  // 8 rows a pass
+  const float* image = x + static_cast<std::size_t>(n) * channels * pixels;
+  for (int r = row; r < 32; r += kThreads / 32) {
+    const int c = first_channel + r, p = first_pixel + col;
+    tile[r][col] = c < channels && p < pixels ? image[static_cast<std::size_t>(c) * pixels + p] : 0.0f;
+  }
+  __syncthreads();
+  std::uint16_t* to = out + static_cast<std::size_t>(n) * pixels * channels;
+  for (int r = row; r < 32; r += kThreads / 32) {
+    const int p = first_pixel + r, c = first_channel + col;
+    if (p < pixels && c < channels) to[static_cast<std::size_t>(p) * channels + c] = float_to_16bit(tile[col][r], kBf16);
+  }
+}
+
 // Block (x, y, z): pixels [128x, 128x + 128) of all images, output channels [128y, 128y + 128), and
 // slice z of the k tiles. One slice writes y with the bias; several write their sums to
 // `slices` (slice z at z * y's size) for sum_slices_kernel. Two blocks an SM (128 registers a thread)
 // hide each other's waits.
 template <bool kBf16>
 __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, int out_h, int out_w, int tiles_per_slice,
-                                                                 const float* x, const std::uint16_t* w,
+                                                                 const std::uint16_t* x, const std::uint16_t* w,
                                                                  const float* bias, float* y, float* slices) {
 #if __CUDA_ARCH__ >= 800
   extern __shared__ __align__(16) unsigned char shared[];
@@ -105,27 +116,28 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, in
   const int patch = s.in_channels * s.kernel * s.kernel;
   const int pixels = out_h * out_w;  // ConvShape's own are host code
   const long long total_pixels = static_cast<long long>(s.batch) * pixels;
-  const std::size_t plane = static_cast<std::size_t>(s.height) * s.width;
   const int first_channel = blockIdx.y * kTileChannels;
   const long long first_pixel = static_cast<long long>(blockIdx.x) * kTilePixels;
   const int first_tile = blockIdx.z * tiles_per_slice;
   const int tiles = min(tiles_per_slice, patch / kTileK - first_tile);
 
-  // This thread copies patch rows my_row + r * kRowStride of one pixel of the tile, always the same,
-  // and weight rows my_weight_row + r * kWeightRowStride, always the same piece of them.
-  const int my_pixel = threadIdx.x % kTilePixels, my_row = threadIdx.x / kTilePixels;
-  PixelOrigin origin;
-  if (const long long p = first_pixel + my_pixel; p < total_pixels) {
-    const int n = static_cast<int>(p / pixels), q = static_cast<int>(p % pixels);
-    origin = {x + (static_cast<std::size_t>(n) * s.in_channels + my_row) * plane, q / out_w * s.stride - s.padding,
-              q % out_w * s.stride - s.padding};
-  }
-  constexpr int kPieces = kTileK / 8, kWeightRowStride = kThreads / kPieces;
-  const int my_weight_row = threadIdx.x / kPieces, my_piece = threadIdx.x % kPieces;
-  const std::uint16_t* weight_rows[kTileChannels / kWeightRowStride];
+  // This thread copies 16-byte piece my_piece of rows my_row + r * kRowsPerPass of both operands'
+  // tiles: always the same weight rows and the same pixels.
+  const int my_row = threadIdx.x / kPieces, my_piece = threadIdx.x % kPieces;
+  constexpr int kPixelRows = kTilePixels / kRowsPerPass, kWeightRows = kTileChannels / kRowsPerPass;
+  PixelOrigin origins[kPixelRows];
 #pragma unroll
-  for (int r = 0; r < kTileChannels / kWeightRowStride; ++r) {
-    const int channel = first_channel + my_weight_row + r * kWeightRowStride;
+  for (int r = 0; r < kPixelRows; ++r) {
+    if (const long long p = first_pixel + my_row + r * kRowsPerPass; p < total_pixels) {
+      const int n = static_cast<int>(p / pixels), q = static_cast<int>(p % pixels);
+      origins[r] = {x + static_cast<std::size_t>(n) * s.height * s.width * s.in_channels + my_piece * 8,
+                    q / out_w * s.stride - s.padding, q % out_w * s.stride - s.padding};
+    }
+  }
+  const std::uint16_t* weight_rows[kWeightRows];
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) {
+    const int channel = first_channel + my_row + r * kRowsPerPass;
     weight_rows[r] = channel < s.out_channels
                          ? w + static_cast<std::size_t>(channel) * patch + first_tile * kTileK + my_piece * 8
                          : nullptr;
@@ -136,17 +148,18 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, in
     if (tile < tiles) {
       Stage& stage = stages[tile % kStages];
 #pragma unroll
-      for (int r = 0; r < kTileChannels / kWeightRowStride; ++r) {
+      for (int r = 0; r < kWeightRows; ++r) {
         const std::uint16_t* from = weight_rows[r];
-        copy_async(&stage.weights[my_weight_row + r * kWeightRowStride][my_piece * 8], from ? from + tile * kTileK : w,
+        copy_async(&stage.weights[my_row + r * kRowsPerPass][my_piece * 8], from ? from + tile * kTileK : w,
                    from != nullptr);
       }
-      const int iy = origin.y + cursor.ky, ix = origin.x + cursor.kx;
-      const bool inside = origin.image && iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
-      const float* at = inside ? origin.image + cursor.c0 * plane + iy * s.width + ix : x;
 #pragma unroll
-      for (int r = 0; r < kTileK / kRowStride; ++r) {
-        copy_async4(&stage.patches[my_row + r * kRowStride][my_pixel], inside ? at + r * kRowStride * plane : x, inside);
+      for (int r = 0; r < kPixelRows; ++r) {
+        const PixelOrigin& o = origins[r];
+        const int iy = o.y + cursor.ky, ix = o.x + cursor.kx;
+        const bool inside = o.image && iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
+        const std::uint16_t* at = inside ? o.image + (static_cast<std::size_t>(iy) * s.width + ix) * s.in_channels + cursor.c0 : x;
+        copy_async(&stage.patches[my_row + r * kRowsPerPass][my_piece * 8], at, inside);
       }
       cursor.advance(s);
     }
@@ -167,18 +180,20 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_mma_kernel(ConvShape s, in
     const Stage& stage = stages[t % kStages];
 #pragma unroll
     for (int ks = 0; ks < kTileK / 16; ++ks) {
-      unsigned a[kWarpChannels / 16][4];
+      unsigned a[kWarpChannels / 16][4], b[kWarpPixels / 16][4];
 #pragma unroll
       for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
         load_matrices(a[mi], &stage.weights[warp_channel + mi * 16 + matrix % 2 * 8 + matrix_row][ks * 16 + matrix / 2 * 8]);
       }
-      // B's fragment: lane l holds k rows 2(l%4) + {0, 1} (b0) and + 8 (b1) of pixel column l/4.
-      const float* column = &stage.patches[ks * 16 + lane % 4 * 2][warp_pixel + lane / 4];
+      // [pixel][k] is B stored column by column: matrices (pixels 0-7, k 0-7), (0-7, 8-15), (8-15,
+      // 0-7), (8-15, 8-15) are b0 and b1 of two 8-pixel pieces.
+#pragma unroll
+      for (int nj = 0; nj < kWarpPixels / 16; ++nj) {
+        load_matrices(b[nj], &stage.patches[warp_pixel + nj * 16 + matrix / 2 * 8 + matrix_row][ks * 16 + matrix % 2 * 8]);
+      }
 #pragma unroll
       for (int ni = 0; ni < kWarpPixels / 8; ++ni) {
-        const float* c = column + ni * 8;
-        const unsigned b0 = pack_pair<kBf16>(c[0], c[kPatchStride]);
-        const unsigned b1 = pack_pair<kBf16>(c[8 * kPatchStride], c[9 * kPatchStride]);
+        const unsigned b0 = b[ni / 2][ni % 2 * 2], b1 = b[ni / 2][ni % 2 * 2 + 1];
 #pragma unroll
         for (int mi = 0; mi < kWarpChannels / 16; ++mi) {
           mma<kBf16>(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b0, b1);
@@ -248,8 +263,7 @@ int slice_count(const ConvShape& s, int multiprocessors) {
 
 }  // namespace
 
-// Built for the device, and the device lets a block have the stages' shared memory (sm_86 and sm_89
-// cards allow 99 KiB: there the patches serve).
+// Built for the device, and the device lets a block have the stages' shared memory.
 bool conv2d_mma_available(const DeviceContext& ctx) {
   const auto key = reinterpret_cast<const void*>(&launch_conv2d_mma);
   return ctx.memo({key, 0, 0, 0}, [&] {
@@ -257,10 +271,21 @@ bool conv2d_mma_available(const DeviceContext& ctx) {
   }) != 0;
 }
 
+namespace {
+
+// The workspace: x pixel-major in 16 bits, then (where k is split) the slices' sums.
+std::size_t pixel_major_bytes(const ConvShape& s) {
+  const std::size_t bytes = static_cast<std::size_t>(s.batch) * s.in_channels * s.height * s.width * sizeof(std::uint16_t);
+  return (bytes + 255) / 256 * 256;
+}
+
+}  // namespace
+
 std::size_t conv2d_mma_workspace_bytes(const ConvShape& s, const DeviceContext& ctx) {
   const int slices = slice_count(s, ctx.attributes().multiprocessors);
-  if (slices == 1) return 0;
-  return static_cast<std::size_t>(slices) * s.batch * s.out_channels * s.out_height() * s.out_width() * sizeof(float);
+  const std::size_t sums = slices == 1 ? 0 : static_cast<std::size_t>(slices) * s.batch * s.out_channels * s.out_height() *
+                                                  s.out_width() * sizeof(float);
+  return pixel_major_bytes(s) + sums;
 }
 
 void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
@@ -270,20 +295,28 @@ void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w
           "needs f16 or bf16 weights, in_channels a multiple of 32 and an sm_80+ build");
   const long long total_pixels = static_cast<long long>(s.batch) * s.out_height() * s.out_width();
   if (total_pixels == 0) return;
+  const bool bf16 = w.dtype == DType::BF16;
+  auto* x16 = static_cast<std::uint16_t*>(workspace);
+  const int in_pixels = s.height * s.width;
+  const dim3 tiles32((in_pixels + 31) / 32, (s.in_channels + 31) / 32, s.batch);
+  (bf16 ? pixel_major_kernel<true> : pixel_major_kernel<false>)<<<tiles32, kThreads, 0, ctx.stream()>>>(
+      x, s.in_channels, in_pixels, x16);
+  RF_GPU_CHECK_LAUNCH();
+
   const int slices = slice_count(s, ctx.attributes().multiprocessors);
   const int tiles = s.in_channels * s.kernel * s.kernel / kTileK, per_slice = (tiles + slices - 1) / slices;
   const dim3 grid(static_cast<unsigned>((total_pixels + kTilePixels - 1) / kTilePixels),
                   (s.out_channels + kTileChannels - 1) / kTileChannels, (tiles + per_slice - 1) / per_slice);
   const auto* weights = static_cast<const std::uint16_t*>(w.data);
-  float* sums = static_cast<float*>(workspace);
-  const auto kernel = w.dtype == DType::BF16 ? conv2d_mma_kernel<true> : conv2d_mma_kernel<false>;
+  auto* sums = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + pixel_major_bytes(s));
+  const auto kernel = bf16 ? conv2d_mma_kernel<true> : conv2d_mma_kernel<false>;
   // Past 48 KiB of shared memory a kernel must ask, once on each device.
   ctx.memo({reinterpret_cast<const void*>(kernel), 0, 0, 0}, [&] {
     RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
     return 1;
   });
-  kernel<<<grid, kThreads, kSharedBytes, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x, weights, bias,
-                                                         y, sums);
+  kernel<<<grid, kThreads, kSharedBytes, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x16, weights,
+                                                         bias, y, sums);
   RF_GPU_CHECK_LAUNCH();
   if (grid.z == 1) return;
   const std::size_t n = static_cast<std::size_t>(total_pixels) * s.out_channels;

@@ -15,6 +15,7 @@
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/runtime/device_buffer.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace rf::gpu {
 
@@ -85,7 +86,7 @@ class GpuImageBackend final : public ImageBackend {
       : owned_(std::move(owned)), ctx_(*owned_), products_(products) {}
   ~GpuImageBackend() override { (void)gpuStreamSynchronize(ctx_.stream()); }
 
-  WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp32_products) override {
+  WeightMatrix matrix(const TensorView& view, std::size_t rows, std::size_t cols, bool fp16_overflows) override {
     if (is_quantized(view.dtype) || is_auxiliary(view.dtype)) {
       fail("tensor {} is {}; the GPU backend takes Stable Diffusion weights in f32, f16 or bf16", view.name,
            dtype_name(view.dtype));
@@ -93,28 +94,27 @@ class GpuImageBackend final : public ImageBackend {
     if (view.elements() != rows * cols) {
       fail("tensor {} has shape {}, expected {} x {} values", view.name, view.shape_string(), rows, cols);
     }
-    if (fp32_products || products_ == ProductInputs::fp32) {
-      // f32 weights: launch_gemm then multiplies fp32 inputs unrounded (cuBLAS SGEMM, no TF32).
-      const std::vector<float> values = to_f32(view.name, view);
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(values.data());
-      return {DType::F32, rows, cols, weights_.emplace_back(bytes, values.size() * sizeof(float)).data()};
-    }
-    const auto* bytes = static_cast<const std::uint8_t*>(view.data);
-    return {view.dtype, rows, cols, weights_.emplace_back(bytes, view.bytes).data()};
+    const DType type = product_type(view.dtype, fp16_overflows);
+    if (type == view.dtype) return keep({type, rows, cols, view.data});
+    // f32 weights: launch_gemm then multiplies fp32 inputs unrounded (cuBLAS SGEMM, no TF32).
+    const std::vector<float> values = to_f32(view.name, view);
+    if (type == DType::F32) return keep({type, rows, cols, values.data()});
+    return keep({type, rows, cols, as_bf16(values).data()});
   }
 
   // 16-bit weights that the implicit GEMM can take go to the device in its order.
   ConvWeights conv_weights(const TensorView& view, const float* bias, int in_channels, int kernel,
-                           bool fp32_products) override {
-    const bool tensor_cores = !fp32_products && products_ == ProductInputs::weight_type && conv2d_mma_available(ctx_) &&
-                              conv2d_mma_order_suits(in_channels, kernel, view.dtype);
-    if (!tensor_cores) return ImageBackend::conv_weights(view, bias, in_channels, kernel, fp32_products);
+                           bool fp16_overflows) override {
+    const DType type = product_type(view.dtype, fp16_overflows);
+    if (type == DType::F32 || !conv2d_mma_available(ctx_) || !conv2d_mma_order_suits(in_channels, kernel, type)) {
+      return ImageBackend::conv_weights(view, bias, in_channels, kernel, fp16_overflows);
+    }
     const std::size_t cols = static_cast<std::size_t>(in_channels) * kernel * kernel, rows = view.elements() / cols;
-    const std::vector<std::uint16_t> ordered = conv2d_mma_order(static_cast<const std::uint16_t*>(view.data),
-                                                                static_cast<int>(rows), in_channels, kernel);
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(ordered.data());
-    const WeightMatrix w{view.dtype, rows, cols, weights_.emplace_back(bytes, ordered.size() * sizeof(std::uint16_t)).data()};
-    return {w, bias, in_channels, kernel, true};
+    std::vector<std::uint16_t> converted;
+    const auto* stored = static_cast<const std::uint16_t*>(view.data);
+    if (type != view.dtype) stored = (converted = as_bf16(to_f32(view.name, view))).data();
+    const std::vector<std::uint16_t> ordered = conv2d_mma_order(stored, static_cast<int>(rows), in_channels, kernel);
+    return {keep({type, rows, cols, ordered.data()}), bias, in_channels, kernel, true};
   }
 
   std::size_t device_bytes() const override {
@@ -197,12 +197,13 @@ class GpuImageBackend final : public ImageBackend {
 
   Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int heads, bool causal) override {
     expect_rank(q, 3, "attention");
-    const ImageAttentionShape shape{q.dim(0), heads, q.dim(1), k.dim(1), q.dim(2) / heads};
+    const ImageAttentionShape shape{q.dim(0), heads, q.dim(1), k.dim(1), q.dim(2) / heads, causal};
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     Tensor y = make(q.dims());
-    if (causal || !image_attention_supports(shape.head_dim)) {
-      attention_by_products(q, k, v, shape, scale, causal, y);
-    } else if (products_ == ProductInputs::weight_type && image_attention_mma_available(ctx_, shape.head_dim)) {
+    if (!image_attention_supports(shape.head_dim)) {
+      attention_by_products(q, k, v, shape, scale, y);
+    } else if (!causal && products_ == ProductInputs::weight_type &&
+               image_attention_mma_available(ctx_, shape.head_dim)) {
       const Tensor k_half = half_copy(k), v_half = half_copy(v);
       launch_image_attention_mma(q.data(), half_bits(k_half), half_bits(v_half), shape, scale, y.data(), ctx_);
     } else {
@@ -304,9 +305,10 @@ class GpuImageBackend final : public ImageBackend {
   }
 
  private:
-  // CLIP's causal attention and the VAE's single 512-wide head: the kernels take [batch * heads][tokens][d].
+  // Head widths the flash kernels lack, as the VAE's single 512-wide head: the kernels take
+  // [batch * heads][tokens][d].
   void attention_by_products(const Tensor& q, const Tensor& k, const Tensor& v, const ImageAttentionShape& shape,
-                             float scale, bool causal, Tensor& y) {
+                             float scale, Tensor& y) {
     const auto apart = [&](const Tensor& x, int tokens) {
       if (shape.heads == 1) return x;
       Tensor t = make(x.dims());
@@ -317,7 +319,7 @@ class GpuImageBackend final : public ImageBackend {
     Tensor yh = shape.heads == 1 ? y : make(y.dims());
     const Tensor workspace = scratch(attention_by_products_bytes(shape.queries, shape.keys, shape.head_dim));
     launch_attention_by_products(qh.data(), kh.data(), vh.data(), shape.batch * shape.heads, shape.queries, shape.keys,
-                                 shape.head_dim, scale, causal, yh.data(), workspace.data(), ctx_);
+                                 shape.head_dim, scale, shape.causal, yh.data(), workspace.data(), ctx_);
     if (shape.heads > 1) launch_transpose(yh.data(), shape.batch, shape.heads, shape.queries, shape.head_dim, y.data(), ctx_);
   }
 
@@ -328,6 +330,23 @@ class GpuImageBackend final : public ImageBackend {
     return copy;
   }
   static std::uint16_t* half_bits(const Tensor& copy) { return reinterpret_cast<std::uint16_t*>(copy.data()); }
+
+  // The type a matrix's products take: the stored one, but bf16 (fp32's range) for f16 weights whose
+  // products would overflow f16, and f32 throughout in the fp32 mode.
+  DType product_type(DType stored, bool fp16_overflows) const {
+    if (products_ == ProductInputs::fp32 || stored == DType::F32) return DType::F32;
+    return fp16_overflows && stored == DType::F16 ? DType::BF16 : stored;
+  }
+  static std::vector<std::uint16_t> as_bf16(const std::vector<float>& values) {
+    std::vector<std::uint16_t> bits(values.size());
+    std::transform(values.begin(), values.end(), bits.begin(), f32_to_bf16);
+    return bits;
+  }
+  // A device copy of `w`, whose data is in host memory.
+  WeightMatrix keep(const WeightMatrix& w) {
+    const auto* bytes = static_cast<const std::uint8_t*>(w.data);
+    return {w.dtype, w.rows, w.cols, weights_.emplace_back(bytes, w.bytes()).data()};
+  }
 
   Tensor make(std::vector<int> dims) { return {TensorPool::take(pool_, Tensor::count(dims)), std::move(dims)}; }
   // At least `bytes` of device scratch, for as long as the returned tensor lives.

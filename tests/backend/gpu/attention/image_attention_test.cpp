@@ -15,14 +15,18 @@ namespace {
 
 struct Case {
   int batch, heads, queries, keys, dim;
-  ImageAttentionShape shape() const { return {batch, heads, queries, keys, dim}; }
+  bool causal = false;
+  ImageAttentionShape shape() const { return {batch, heads, queries, keys, dim, causal}; }
   std::string name() const {
-    return "d" + std::to_string(dim) + " " + std::to_string(queries) + "x" + std::to_string(keys);
+    return "d" + std::to_string(dim) + " " + std::to_string(queries) + "x" + std::to_string(keys) +
+           (causal ? " causal" : "");
   }
 };
 
 const Case kCases[] = {{2, 8, 1024, 1024, 40}, {2, 8, 1024, 77, 40}, {1, 10, 257, 77, 64}, {2, 2, 333, 333, 80},
                        {1, 2, 64, 77, 128},    {2, 2, 100, 100, 160}, {1, 1, 5, 3, 40}};
+// CLIP's text attention: 77 tokens (a partial last tile of queries and keys), and a short one.
+const Case kCausalCases[] = {{2, 12, 77, 77, 64, true}, {1, 20, 77, 77, 64, true}, {1, 2, 5, 5, 40, true}};
 
 // [batch][tokens][heads * dim] <-> [batch * heads][tokens][dim] (the CPU reference's layout).
 std::vector<float> heads_apart(const std::vector<float>& x, int batch, int tokens, int heads, int dim, bool back) {
@@ -48,7 +52,7 @@ class ImageAttention : public GpuTest {
     const std::size_t kv_size = static_cast<std::size_t>(c.batch) * c.heads * c.keys * c.dim;
     Inputs in{random_floats(q_size, -2.0f, 2.0f), random_floats(kv_size, -2.0f, 2.0f), random_floats(kv_size), {}};
     std::vector<float> apart(q_size);
-    cpu::attention({c.batch * c.heads, c.queries, c.keys, c.dim},
+    cpu::attention({c.batch * c.heads, c.queries, c.keys, c.dim, c.causal},
                    heads_apart(in.q, c.batch, c.queries, c.heads, c.dim, false).data(),
                    heads_apart(in.k, c.batch, c.keys, c.heads, c.dim, false).data(),
                    heads_apart(in.v, c.batch, c.keys, c.heads, c.dim, false).data(), scale(c), apart.data(), pool_);
@@ -56,11 +60,7 @@ class ImageAttention : public GpuTest {
     return in;
   }
   static float scale(const Case& c) { return 1.0f / std::sqrt(static_cast<float>(c.dim)); }
-  ThreadPool pool_{2};
-};
-
-TEST_F(ImageAttention, MatchesCpu) {
-  for (const Case& c : kCases) {
+  void expect_portable_matches(const Case& c) {
     const Inputs in = inputs(c);
     DeviceBuffer<float> q(in.q), k(in.k), v(in.v), y(in.q.size());
     y.poison();
@@ -68,6 +68,15 @@ TEST_F(ImageAttention, MatchesCpu) {
     // fp32 both; __expf's few ulps and another order of sums.
     expect_close("image attention " + c.name(), y.download(), in.reference, 1e-5);
   }
+  ThreadPool pool_{2};
+};
+
+TEST_F(ImageAttention, MatchesCpu) {
+  for (const Case& c : kCases) expect_portable_matches(c);
+}
+
+TEST_F(ImageAttention, CausalMatchesCpu) {
+  for (const Case& c : kCausalCases) expect_portable_matches(c);
 }
 
 TEST_F(ImageAttention, TensorCoresMatchCpu) {
@@ -91,6 +100,9 @@ TEST_F(ImageAttention, RefusesHeadWidthsItLacks) {
   EXPECT_FALSE(image_attention_supports(96));
   EXPECT_FALSE(image_attention_mma_available(ctx(), 96));
   EXPECT_THROW(launch_image_attention(buffer.data(), buffer.data(), buffer.data(), {1, 1, 8, 8, 96}, 0.1f,
+                                      buffer.data(), ctx()),
+               Error);
+  EXPECT_THROW(launch_image_attention(buffer.data(), buffer.data(), buffer.data(), {1, 1, 8, 9, 64, true}, 0.1f,
                                       buffer.data(), ctx()),
                Error);
 }

@@ -1,6 +1,7 @@
 // The GPU's ImageBackend against the CPU's, operation by operation, on fresh random inputs. fp32
 // operations agree to rounding; matrix products (linear, conv2d) round their input to fp16 on the GPU
-// (cuBLAS with f16 weights), which bounds their error near 2^-11 of the largest value.
+// (cuBLAS with f16 weights), which bounds their error near 2^-11 of the largest value, or to bf16
+// where f16 would overflow (2^-9).
 #include <memory>
 
 #include "backend/cpu/image_backend.h"
@@ -15,6 +16,7 @@ namespace {
 
 constexpr double kExact = 1e-5;     // fp32 on both sides, different summation orders
 constexpr double kProducts = 4e-3;  // fp16-rounded inputs to the GPU's matrix products
+constexpr double kBf16Products = 8 * kProducts;  // bf16-rounded: 3 bits fewer than fp16's
 
 class ImageBackendOps : public GpuTest {
  protected:
@@ -94,10 +96,12 @@ TEST_F(ImageBackendOps, ProductsMatchTheCpu) {
   const TensorView wv = f16_view(w, {48, 64}), bv = f32_view(bias, 48);
   const LinearWeights cpu_lin{cpu_.matrix(wv, 48, 64, false), cpu_.vector(bv)};
   const LinearWeights gpu_lin{gpu_->matrix(wv, 48, 64, false), gpu_->vector(bv)};
-  const LinearWeights gpu_exact{gpu_->matrix(wv, 48, 64, true), gpu_lin.bias};
   const auto [x_cpu, x_gpu] = both({3, 11, 64});
   expect("linear", cpu_.linear(x_cpu, cpu_lin), gpu_->linear(x_gpu, gpu_lin), kProducts);
-  expect("linear, fp32 products", cpu_.linear(x_cpu, cpu_lin), gpu_->linear(x_gpu, gpu_exact), kExact);
+  // Inputs past f16's largest value (65504), which overflowing products (force_upcast) may take.
+  const LinearWeights gpu_wide{gpu_->matrix(wv, 48, 64, true), gpu_lin.bias};
+  const auto [big_cpu, big_gpu] = both({3, 11, 64}, -2e5f, 2e5f);
+  expect("linear, past f16's range", cpu_.linear(big_cpu, cpu_lin), gpu_->linear(big_gpu, gpu_wide), kBf16Products);
 
   // 16 channels take the patches' path, 32 the implicit GEMM's where the device has it.
   for (const int channels : {16, 32}) {
@@ -108,6 +112,10 @@ TEST_F(ImageBackendOps, ProductsMatchTheCpu) {
     const std::string what = fmt::format("conv2d 3x3 of {} channels", channels);
     expect(what, cpu_.conv2d(i_cpu, cpu_conv, 1, 1), gpu_->conv2d(i_gpu, gpu_conv, 1, 1), kProducts);
     expect(what + " /2", cpu_.conv2d(i_cpu, cpu_conv, 2, 1), gpu_->conv2d(i_gpu, gpu_conv, 2, 1), kProducts);
+    const ConvWeights gpu_wide = gpu_->conv_weights(cv, gpu_conv.bias, channels, 3, true);
+    const auto [big_cpu, big_gpu] = both({2, channels, 9, 7}, -2e5f, 2e5f);
+    expect(what + ", past f16's range", cpu_.conv2d(big_cpu, cpu_conv, 1, 1), gpu_->conv2d(big_gpu, gpu_wide, 1, 1),
+           kBf16Products);
   }
   std::vector<int> ids{0, 47, 3, 3};
   expect("embed", cpu_.embed(cpu_lin.w, ids), gpu_->embed(gpu_lin.w, ids), 0);
