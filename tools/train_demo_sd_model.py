@@ -387,10 +387,10 @@ class Phase:
 
     def __init__(self, name, seconds, max_steps, warmup):
         self.name, self.seconds, self.max_steps, self.warmup = name, seconds, max_steps, warmup
-        self.start, self.step, self.history, self.ema_loss = time.time(), 0, [], None
+        self.start, self.step, self.history, self.ema_loss, self.finished = time.time(), 0, [], None, False
 
     def running(self):
-        return self.step < self.max_steps and time.time() - self.start < self.seconds
+        return not self.finished
 
     def lr(self, peak):
         p = max((time.time() - self.start) / self.seconds, self.step / self.max_steps)
@@ -398,12 +398,14 @@ class Phase:
 
     def done_step(self, loss, every=100):
         self.step += 1
-        if self.step % 10 == 1 or not self.running():
+        # decided once here, so that the last step is always measured and logged
+        self.finished = self.step >= self.max_steps or time.time() - self.start >= self.seconds
+        if self.step % 10 == 1 or self.finished:
             v = float(loss)
             if not math.isfinite(v):
                 raise SystemExit(f"{self.name}: loss {v} at step {self.step}")
             self.ema_loss = v if self.ema_loss is None else 0.8 * self.ema_loss + 0.2 * v
-        if self.step % every == 0 or not self.running():
+        if self.step % every == 0 or self.finished:
             t = time.time() - self.start
             self.history.append({"step": self.step, "loss": round(self.ema_loss, 5), "seconds": round(t, 1)})
             log(f"{self.name} step {self.step:6d}  loss {self.ema_loss:.5f}  {self.step / t:.1f} steps/s  {t:.0f}s")
@@ -622,12 +624,12 @@ def run_all(args, tok, data, out, budget, ref_prompts, ref_seeds, ref_steps):
 
 
 def train(args):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before huggingface_hub is imported: all is local
     import numpy as np
     import torch
     import diffusers
     import transformers
     t_start = time.time()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a network
     versions = {"torch": torch.__version__, "transformers": transformers.__version__,
                 "diffusers": diffusers.__version__, "numpy": np.__version__, "python": sys.version.split()[0]}
     log(f"versions: {versions}; device {torch.cuda.get_device_name(0)}")
@@ -694,7 +696,7 @@ def main():
     t.add_argument("--out", help="default: models/sd-demo (--smoke: a new scratch folder)")
     t.add_argument("--smoke", action="store_true", help="a few steps of everything, into a scratch folder")
     t.add_argument("--vae-seconds", type=float, default=90)
-    t.add_argument("--unet-seconds", type=float, default=320)
+    t.add_argument("--unet-seconds", type=float, default=300)
     t.add_argument("--vae-batch", type=int, default=64)
     t.add_argument("--vae-lr", type=float, default=1e-3)
     t.add_argument("--kl-weight", type=float, default=1e-3)
