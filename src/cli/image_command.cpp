@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/runner_options.h"
 #include "engine/backend_select.h"
 #include "formats/image_file.h"
 #include "models/stable_diffusion/checkpoint.h"
@@ -91,7 +92,18 @@ sd::Progress progress_bar() {
   };
 }
 
+// Without -m, the bundled demo model (or $ROCMFORGE_IMAGE_MODEL), which a checkout may lack.
+std::string model_path(const std::string& model) {
+  if (!model.empty()) return model;
+  const std::string path = default_image_model_path();
+  if (!std::filesystem::exists(path)) {
+    fail("no -m given, and the default image model {} does not exist (set $ROCMFORGE_IMAGE_MODEL or pass -m)", path);
+  }
+  return path;
+}
+
 void run(ImageFlags& f) {
+  f.model = model_path(f.model);
   sd::GenerationOptions& o = f.options;
   o.sampler.kind = sd::parse_sampler(f.sampler);
   o.sampler.sigmas = f.schedule == "default" ? sd::SigmaSchedule::model_default : sd::parse_sigma_schedule(f.schedule);
@@ -152,8 +164,8 @@ void add_image_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("image", "Make an image from a prompt with a Stable Diffusion checkpoint");
   cmd->add_option("-m,--model", flags->model,
                   "A diffusers folder (model_index.json, unet/, vae/, text_encoder/...) or a single .safetensors "
-                  "checkpoint (SD 1.x, 2.x, XL)")
-      ->required();
+                  "checkpoint (SD 1.x, 2.x, XL); default: $ROCMFORGE_IMAGE_MODEL, else the bundled demo model "
+                  "(models/sd-demo)");
   cmd->add_option("-p,--prompt", o.prompt, "The prompt; A1111's (emphasis), [de-emphasis], (word:1.3) and BREAK work")
       ->required();
   cmd->add_option("-n,--negative-prompt", o.negative_prompt, "What the image should not show");

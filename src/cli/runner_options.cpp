@@ -46,6 +46,11 @@ std::string default_model_path() {
   return ROCMFORGE_DEFAULT_MODEL;
 }
 
+std::string default_image_model_path() {
+  if (const char* env = std::getenv("ROCMFORGE_IMAGE_MODEL"); env && *env) return env;
+  return ROCMFORGE_DEFAULT_IMAGE_MODEL;
+}
+
 std::unique_ptr<ModelRunner> RunnerFlags::load() const {
   return std::make_unique<ModelRunner>(model.empty() ? default_model_path() : model, options);
 }

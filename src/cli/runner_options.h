@@ -12,6 +12,10 @@ namespace rf::cli {
 // $ROCMFORGE_MODEL, else the demo model shipped in the source tree (models/kjv-llama).
 std::string default_model_path();
 
+// `rocmforge image` without -m: $ROCMFORGE_IMAGE_MODEL, else the Stable Diffusion demo model
+// shipped in the source tree (models/sd-demo).
+std::string default_image_model_path();
+
 // --device, checked by engine/backend_select.h's parse_device; for RunnerFlags and bench.
 void add_device_option(CLI::App& command, RunnerOptions& options);
 

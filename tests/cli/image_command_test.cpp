@@ -1,5 +1,6 @@
 // rocmforge image with the tiny SD checkpoints: the PNG it writes, its A1111 parameters, and the
 // messages for bad input.
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -122,6 +123,24 @@ TEST(ImageCommand, BadInputFailsCleanly) {
   std::ofstream(pickle) << "PK\3\4 not really";
   expect_clean_failure("image -m " + pickle.string() + " -p x", "pickle");
   expect_clean_failure("image -m " + kSd + "sd15_inpaint/diffusers -p x --device cpu", "inpainting model");
+}
+
+// Without -m, image runs $ROCMFORGE_IMAGE_MODEL (else models/sd-demo) and names it when it is missing.
+TEST(ImageCommand, WithoutModelRunsTheDefaultImageModel) {
+  const fs::path out = scratch_file("image-default.png");
+  fs::remove(out);
+  ::setenv("ROCMFORGE_IMAGE_MODEL", (kSd + "sd15/diffusers").c_str(), 1);
+  const CliRun r = run("image -p apple --steps 1 --seed 1 --device cpu -o " + out.string());
+  ::setenv("ROCMFORGE_IMAGE_MODEL", "/no/such/sd-demo", 1);
+  const CliRun missing = run("image -p apple --device cpu -o " + out.string() + "-x");
+  ::unsetenv("ROCMFORGE_IMAGE_MODEL");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out)) << r.output;
+  EXPECT_NE(r.output.find("sd15/diffusers"), std::string::npos) << r.output;
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("default image model /no/such/sd-demo does not exist"), std::string::npos)
+      << missing.output;
+  EXPECT_NE(run("image --help").output.find("models/sd-demo"), std::string::npos);
 }
 
 }  // namespace
