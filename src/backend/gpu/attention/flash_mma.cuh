@@ -28,6 +28,22 @@ struct LaneMatrix {
   __device__ explicit LaneMatrix(int lane) : matrix(lane / 8), row(lane % 8) {}
 };
 
+// Four query values of a row, times q_scale and rounded to f16, into a staging row of shared memory.
+__device__ __forceinline__ void store_scaled_halves(std::uint16_t* row, float4 x, float q_scale) {
+  *reinterpret_cast<uint2*>(row) =
+      make_uint2(pack_halves(x.x * q_scale, x.y * q_scale), pack_halves(x.z * q_scale, x.w * q_scale));
+}
+
+// The warp's 16 staged query rows (from row first_row of `staged`) as A fragments, kSteps k-steps of 16.
+template <int kSteps, int kStride>
+__device__ __forceinline__ void query_fragments(unsigned (&q_frag)[kSteps][4], const std::uint16_t (*staged)[kStride],
+                                                int first_row, LaneMatrix lm) {
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    load_matrices(q_frag[ks], &staged[first_row + lm.matrix % 2 * 8 + lm.row][ks * 16 + lm.matrix / 2 * 8]);
+  }
+}
+
 // s = Q K^T for the warp's rows (q_frag, kSteps k-steps of 16 head dims) against the tile's keys.
 template <int kSteps, int kStride>
 __device__ __forceinline__ void tile_scores(float (&s)[kScoreTiles][4], const unsigned (&q_frag)[kSteps][4],

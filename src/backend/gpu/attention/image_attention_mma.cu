@@ -53,17 +53,13 @@ __global__ void __launch_bounds__(kThreads)
     const int r = e / (kDim / 4), d = e % (kDim / 4) * 4, t = first_query + r;
     float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (t < s.queries) x = *reinterpret_cast<const float4*>(q + q_at + t * row + d);
-    *reinterpret_cast<uint2*>(&k_tile[r][d]) = make_uint2(flash::pack_halves(x.x * q_scale, x.y * q_scale),
-                                                          flash::pack_halves(x.z * q_scale, x.w * q_scale));
+    flash::store_scaled_halves(&k_tile[r][d], x, q_scale);
   }
   __syncthreads();
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const flash::LaneMatrix lm(lane);
   unsigned q_frag[kSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks) {
-    load_matrices(q_frag[ks], &k_tile[warp * kWarpRows + lm.matrix % 2 * 8 + lm.row][ks * 16 + lm.matrix / 2 * 8]);
-  }
+  flash::query_fragments(q_frag, k_tile, warp * kWarpRows, lm);
   __syncthreads();  // k_tile takes keys from here on
 
   auto load_tile = [&](const std::uint16_t* rows_of, std::uint16_t(*dst)[kStride], int first) {

@@ -58,17 +58,13 @@ __global__ void __launch_bounds__(kThreads)
     if (query.head >= 0 && t < batch.n_tokens) {
       v = *reinterpret_cast<const float4*>(q + static_cast<std::size_t>(t) * q_dim + query.head * kHeadDim + d);
     }
-    *reinterpret_cast<uint2*>(&k_tile[r][d]) = make_uint2(flash::pack_halves(v.x * q_scale, v.y * q_scale),
-                                                          flash::pack_halves(v.z * q_scale, v.w * q_scale));
+    flash::store_scaled_halves(&k_tile[r][d], v, q_scale);
   }
   __syncthreads();
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
   const flash::LaneMatrix lm(lane);
   unsigned q_frag[kSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks) {
-    load_matrices(q_frag[ks], &k_tile[warp * kWarpRows + lm.matrix % 2 * 8 + lm.row][ks * 16 + lm.matrix / 2 * 8]);
-  }
+  flash::query_fragments(q_frag, k_tile, warp * kWarpRows, lm);
   __syncthreads();  // k_tile takes keys from here on
 
   const RowQuery rows[2] = {row_query(warp * kWarpRows + lane / 4, tiling, group, kv_head, chunk),
