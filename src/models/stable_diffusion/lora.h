@@ -1,9 +1,10 @@
 #pragma once
 // kohya/A1111 LoRA files applied to a checkpoint's parts: each module's W' = W + strength * (alpha /
-// rank) * up @ down, merged in fp32 into a copy of that matrix alone, so a request with LoRAs costs
-// the touched matrices, not another model. Modules are named as kohya names them: lora_unet_ with
+// rank) * up @ down, merged in fp32 into a copy of that matrix alone, kept in its stored type, so a
+// request with LoRAs costs the touched matrices, not another model. Modules are named as kohya names them: lora_unet_ with
 // diffusers' module path (SD 1.x/2.x) or the original LDM/SGM one (SDXL), lora_te_ (lora_te1_ and
 // lora_te2_ for SDXL's two encoders) with transformers' path, '.' written '_'.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ class LoraSet {
 
  private:
   TensorSet unet_, text_encoder_, text_encoder_2_;
-  std::vector<std::vector<float>> merged_weights_;  // what the replaced views point into
+  std::vector<std::vector<std::uint8_t>> merged_weights_;  // what the replaced views point into
   int merged_ = 0;
 };
 
