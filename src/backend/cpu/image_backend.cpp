@@ -114,14 +114,14 @@ Tensor CpuImageBackend::attention(const Tensor& q, const Tensor& k, const Tensor
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   Tensor y = host_tensor(q.dims());
   if (heads == 1) {
-    cpu::attention(shape, q.data(), k.data(), v.data(), scale, y.data(), pool_);
+    cpu::attention_by_products(shape, q.data(), k.data(), v.data(), scale, y.data(), pool_);
     return y;
   }
   std::vector<float> qh(q.elements()), kh(k.elements()), vh(v.elements()), yh(q.elements());
   move_heads(q.data(), batch, queries, heads, d, qh.data(), true);
   move_heads(k.data(), batch, keys, heads, d, kh.data(), true);
   move_heads(v.data(), batch, keys, heads, d, vh.data(), true);
-  cpu::attention(shape, qh.data(), kh.data(), vh.data(), scale, yh.data(), pool_);
+  cpu::attention_by_products(shape, qh.data(), kh.data(), vh.data(), scale, yh.data(), pool_);
   move_heads(yh.data(), batch, queries, heads, d, y.data(), false);
   return y;
 }

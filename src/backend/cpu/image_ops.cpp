@@ -188,4 +188,46 @@ void attention(const AttentionShape& s, const float* q, const float* k, const fl
   });
 }
 
+// Scores held at once, per band of queries: 64 MiB of fp32.
+constexpr std::size_t kMaxScores = std::size_t{16} << 20;
+
+// Rows of scores [rows][keys] (row r is query first + r) become their softmax weights, in place.
+void softmax_band(float* scores, int rows, int keys, int first, bool causal, float scale, ThreadPool& pool) {
+  pool.parallel_for(static_cast<std::size_t>(rows), 8, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      float* row = scores + r * keys;
+      const int seen = causal ? std::min(first + static_cast<int>(r) + 1, keys) : keys;
+      float most = -INFINITY;
+      for (int j = 0; j < seen; ++j) most = std::max(most, row[j] *= scale);
+      float total = 0.0f;
+      for (int j = 0; j < seen; ++j) total += (row[j] = std::exp(row[j] - most));
+      for (int j = 0; j < seen; ++j) row[j] /= total;
+      std::fill(row + seen, row + keys, 0.0f);
+    }
+  });
+}
+
+void attention_by_products(const AttentionShape& s, const float* q, const float* k, const float* v, float scale,
+                           float* y, ThreadPool& pool) {
+  const auto n = [](int count) { return static_cast<std::size_t>(count); };
+  const int band = static_cast<int>(std::clamp<std::size_t>(kMaxScores / n(s.keys), 1, n(s.queries)));
+  std::vector<float> scores(n(band) * n(s.keys)), values_t(n(s.keys) * n(s.dim));
+  for (int h = 0; h < s.batch_heads; ++h) {
+    const float* keys = k + n(h) * n(s.keys) * n(s.dim);
+    const float* values = v + n(h) * n(s.keys) * n(s.dim);
+    // P V's weight matrix is V^T: [dim][keys].
+    for (int j = 0; j < s.keys; ++j)
+      for (int d = 0; d < s.dim; ++d) values_t[n(d) * n(s.keys) + n(j)] = values[n(j) * n(s.dim) + n(d)];
+    const WeightMatrix key_rows{DType::F32, n(s.keys), n(s.dim), keys};
+    const WeightMatrix value_rows{DType::F32, n(s.dim), n(s.keys), values_t.data()};
+    for (int first = 0; first < s.queries; first += band) {
+      const int rows = std::min(band, s.queries - first);
+      const std::size_t at = (n(h) * n(s.queries) + n(first)) * n(s.dim);
+      matmul(key_rows, q + at, n(rows), scores.data(), pool);
+      softmax_band(scores.data(), rows, s.keys, first, s.causal, scale, pool);
+      matmul(value_rows, scores.data(), n(rows), y + at, pool);
+    }
+  }
+}
+
 }  // namespace rf::cpu

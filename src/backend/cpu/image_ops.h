@@ -63,5 +63,10 @@ struct AttentionShape {
 };
 void attention(const AttentionShape& shape, const float* q, const float* k, const float* v, float scale, float* y,
                ThreadPool& pool);
+// The same as two matrix products per head around a row softmax (matmul.h's SIMD kernels, all
+// threads), a band of queries at a time so that the scores stay bounded: the backend's path.
+// attention() above, a plain loop, is its reference.
+void attention_by_products(const AttentionShape& shape, const float* q, const float* k, const float* v, float scale,
+                           float* y, ThreadPool& pool);
 
 }  // namespace rf::cpu

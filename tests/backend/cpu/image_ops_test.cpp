@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "backend/cpu/cpu_test_helpers.h"
 #include "backend/cpu/image_ops.h"
 #include "formats/safetensors.h"
 #include "formats/tensor.h"
@@ -120,6 +123,29 @@ TEST_F(ImageOps, AttentionMatchesTorch) {
     std::vector<float> y = poisoned(q.size());
     attention(shape, q.data(), k.data(), v.data(), settings(name).at("scale").get<float>(), y.data(), pool_);
     expect_close(name, y, name + ".y", kSums);
+  }
+}
+
+// The backend's path against the plain loop, on fresh inputs: self-attention over more queries than a
+// band of scores holds (two bands), cross-attention over 77 text tokens, CLIP's causal attention
+// and the VAE's single 512-wide head.
+TEST_F(ImageOps, AttentionByProductsMatchesTheLoop) {
+  test::Rng rng;
+  SCOPED_TRACE(rng.trace());
+  for (const AttentionShape s : {AttentionShape{2, 4100, 4100, 40}, AttentionShape{3, 257, 77, 64},
+                                 AttentionShape{4, 77, 77, 64, true}, AttentionShape{1, 300, 300, 512}}) {
+    const std::size_t q_size = static_cast<std::size_t>(s.batch_heads) * s.queries * s.dim;
+    const std::size_t kv_size = static_cast<std::size_t>(s.batch_heads) * s.keys * s.dim;
+    std::vector<float> q(q_size), k(kv_size), v(kv_size);
+    for (auto* x : {&q, &k, &v}) std::ranges::generate(*x, [&] { return rng.uniform(-2.0f, 2.0f); });
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
+    std::vector<float> loop = poisoned(q_size), products = poisoned(q_size);
+    attention(s, q.data(), k.data(), v.data(), scale, loop.data(), pool_);
+    attention_by_products(s, q.data(), k.data(), v.data(), scale, products.data(), pool_);
+    // fp32 both, sums in other orders.
+    const std::string what = fmt::format("attention by products {}x{} d{}{}", s.queries, s.keys, s.dim,
+                                         s.causal ? " causal" : "");
+    test::expect_close(what, products, loop, 1e-5);
   }
 }
 
