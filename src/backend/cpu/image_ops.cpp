@@ -211,7 +211,10 @@ void attention_by_products(const AttentionShape& s, const float* q, const float*
                            float* y, ThreadPool& pool) {
   const auto n = [](int count) { return static_cast<std::size_t>(count); };
   const int band = static_cast<int>(std::clamp<std::size_t>(kMaxScores / n(s.keys), 1, n(s.queries)));
-  std::vector<float> scores(n(band) * n(s.keys)), values_t(n(s.keys) * n(s.dim));
+  // Kept between calls: fresh tens of MiB each call would cost more in page faults than the products.
+  thread_local std::vector<float> scores, values_t;
+  scores.resize(std::max(scores.size(), n(band) * n(s.keys)));
+  values_t.resize(std::max(values_t.size(), n(s.keys) * n(s.dim)));
   for (int h = 0; h < s.batch_heads; ++h) {
     const float* keys = k + n(h) * n(s.keys) * n(s.dim);
     const float* values = v + n(h) * n(s.keys) * n(s.dim);

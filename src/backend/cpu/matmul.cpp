@@ -76,16 +76,22 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t n_tokens, float* 
     matvec(w, x, out, pool);
     return;
   }
-  // A padded copy of x, for the same reason as the scratch rows.
+  // A padded copy of x, for the same reason as the scratch rows. Kept between calls: a fresh one of tens
+  // of MiB (attention's P V) would cost more in page faults than the copy.
   const std::size_t x_stride = w.cols + kPad;
-  std::vector<float> xp(n_tokens * x_stride);
-  for (std::size_t t = 0; t < n_tokens; ++t) std::copy_n(x + t * w.cols, w.cols, &xp[t * x_stride]);
+  thread_local std::vector<float> kept;
+  kept.resize(std::max(kept.size(), n_tokens * x_stride));
+  float* const xp = kept.data();  // the workers' own `kept` is another
+  for (std::size_t t = 0; t < n_tokens; ++t) {
+    std::copy_n(x + t * w.cols, w.cols, xp + t * x_stride);
+    std::fill_n(xp + t * x_stride + w.cols, kPad, 0.0f);
+  }
   const std::size_t tiles = (w.rows + kTileRows - 1) / kTileRows;
   pool.parallel_for(tiles, 1, [&](std::size_t begin, std::size_t end) {
     std::vector<float> scratch(kTileRows * kPaddedChunk);
     for (std::size_t t = begin; t < end; ++t) {
       const std::size_t r0 = t * kTileRows;
-      matmul_tile(w, xp.data(), x_stride, n_tokens, out, r0, std::min(kTileRows, w.rows - r0), scratch.data());
+      matmul_tile(w, xp, x_stride, n_tokens, out, r0, std::min(kTileRows, w.rows - r0), scratch.data());
     }
   });
 }
