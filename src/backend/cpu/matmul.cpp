@@ -24,6 +24,7 @@ constexpr std::size_t kChunkCols = 1024;
 // would all compete for the same L1 sets.
 constexpr std::size_t kPad = 16;
 constexpr std::size_t kPaddedChunk = kChunkCols + kPad;
+constexpr std::size_t kKeptFloats = std::size_t{24} << 20;
 
 const std::byte* row_ptr(const WeightMatrix& w, std::size_t r) {
   return static_cast<const std::byte*>(w.data) + r * row_bytes(w.dtype, w.cols);
@@ -76,12 +77,15 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t n_tokens, float* 
     matvec(w, x, out, pool);
     return;
   }
-  // A padded copy of x, for the same reason as the scratch rows. Kept between calls: a fresh one of tens
-  // of MiB (attention's P V) would cost more in page faults than the copy.
+  // A padded copy of x, for the same reason as the scratch rows. Kept between calls up to kKeptFloats
+  // (attention's bands of scores, image_ops.cpp): a fresh one of tens of MiB would cost more in page
+  // faults than the copy; larger ones (long prefills) go back when done.
   const std::size_t x_stride = w.cols + kPad;
   thread_local std::vector<float> kept;
-  kept.resize(std::max(kept.size(), n_tokens * x_stride));
-  float* const xp = kept.data();  // the workers' own `kept` is another
+  std::vector<float> transient;
+  std::vector<float>& padded = n_tokens * x_stride <= kKeptFloats ? kept : transient;
+  padded.resize(std::max(padded.size(), n_tokens * x_stride));
+  float* const xp = padded.data();  // the workers' own `kept` is another
   for (std::size_t t = 0; t < n_tokens; ++t) {
     std::copy_n(x + t * w.cols, w.cols, xp + t * x_stride);
     std::fill_n(xp + t * x_stride + w.cols, kPad, 0.0f);
