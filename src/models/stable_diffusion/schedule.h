@@ -28,7 +28,7 @@ enum class Spacing { linspace, leading, trailing };
 enum class SigmaSchedule { model_default, karras, exponential, sgm_uniform };
 // The families of diffusers schedulers, which lay out n steps each their own way.
 enum class Grid {
-  k_diffusion,  // Euler, Euler ancestral, Heun: n fractional timesteps
+  k_diffusion,  // Euler, Euler ancestral, Heun, DPM++ 2S a: n fractional timesteps
   dpm_solver,   // DPM-Solver++, UniPC: n of n+1 points, rounded
   ddim,         // n points, rounded; each step goes to t - T/n
   lcm,          // n of the 50 timesteps of the LCM distillation
