@@ -173,7 +173,7 @@ void add_image_command(CLI::App& app) {
   cmd->add_option("--cfg", o.guidance, "Classifier-free guidance scale (<= 1: none, the negative prompt unused)")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  cmd->add_option("--sampler", flags->sampler, "euler, euler_a, heun, dpmpp_2m, dpmpp_2m_sde, ddim, lcm or unipc")
+  cmd->add_option("--sampler", flags->sampler, "euler, euler_a, heun, dpmpp_2m, dpmpp_2m_sde, dpmpp_2s_a, ddim, lcm or unipc")
       ->capture_default_str();
   cmd->add_option("--schedule", flags->schedule, "Sigma schedule: default (the model's), karras, exponential or sgm_uniform")
       ->capture_default_str();

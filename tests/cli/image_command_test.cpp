@@ -42,6 +42,20 @@ TEST(ImageCommand, WritesAPngWithA1111Parameters) {
   EXPECT_EQ(field("RNG"), "CPU");
 }
 
+TEST(ImageCommand, Dpmpp2sAncestralWritesA1111sName) {
+  const fs::path out = scratch_file("image-dpmpp-2s-a.png");
+  fs::remove(out);
+  const CliRun r = run("image -m " + kSd + "sd15/diffusers -p x --sampler dpmpp_2s_a --steps 3 -W 64 -H 48 --device cpu -o " +
+                       out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3/3 steps"), std::string::npos) << r.output;
+  const auto texts = rf::read_png_texts(out.string());
+  ASSERT_EQ(texts.size(), 1u);
+  const auto info = rf::stable_diffusion::parse_infotext(texts[0].text);
+  ASSERT_NE(info.find("Sampler"), nullptr) << texts[0].text;
+  EXPECT_EQ(*info.find("Sampler"), "DPM++ 2S a");
+}
+
 TEST(ImageCommand, TheSameSeedGivesTheSameImageFromFolderAndSingleFile) {
   const std::string args = "-p \"a lighthouse\" --steps 2 --seed 3 -W 64 -H 48 --device cpu --sampler euler_a -o ";
   const fs::path a = scratch_file("image-folder.png"), b = scratch_file("image-single.png");
@@ -116,6 +130,7 @@ TEST(ImageCommand, BadInputFailsCleanly) {
   const std::string model = "image -m " + kSd + "sd15/diffusers -p x -o " + scratch_file("bad.png").string();
   expect_clean_failure(model + " --device cpu -W 60", "width 60 is not a positive multiple of 8");
   expect_clean_failure(model + " --device cpu --sampler nope", "unknown sampler 'nope'");
+  expect_clean_failure(model + " --device cpu --sampler nope", "dpmpp_2m_sde, dpmpp_2s_a, ddim");
   expect_clean_failure(model + " --device cpu --schedule nope", "nope");
   expect_clean_failure(model + " --device cpu --rng gpu", "--rng gpu");
   expect_clean_failure(model + " --device warp", "unknown device 'warp'");

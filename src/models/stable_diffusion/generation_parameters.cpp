@@ -173,6 +173,7 @@ std::string_view sampler_label(SamplerKind sampler) {
     case SamplerKind::heun: return "Heun";
     case SamplerKind::dpmpp_2m: return "DPM++ 2M";
     case SamplerKind::dpmpp_2m_sde: return "DPM++ 2M SDE";
+    case SamplerKind::dpmpp_2s_ancestral: return "DPM++ 2S a";
     case SamplerKind::ddim: return "DDIM";
     case SamplerKind::lcm: return "LCM";
     case SamplerKind::unipc: return "UniPC";

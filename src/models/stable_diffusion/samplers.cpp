@@ -127,6 +127,29 @@ class Heun final : public KDiffusionSampler {
   std::vector<float> euler_, end_derivative_;
 };
 
+// DPM++ 2S ancestral with the UNet as its denoiser. Its midpoint sigmas lie between the schedule's,
+// so the model runs there at the timestep log sigma interpolates to, as k-diffusion's does; at the
+// step's own sigma, at the schedule's timestep, as Euler's and Heun's.
+class DpmSolver2SAncestral final : public KDiffusionSampler {
+ public:
+  DpmSolver2SAncestral(Schedule schedule, Prediction prediction, double init, std::vector<float> log_sigmas)
+      : KDiffusionSampler(std::move(schedule), prediction, init), log_sigmas_(std::move(log_sigmas)) {}
+
+ private:
+  void advance(int i, std::span<float> x, const Model& model, NoiseSource& noise) override {
+    const auto [timestep, sigma, next] = schedule_[i];
+    const Denoiser denoise = [&](std::span<const float> in, double level, std::span<float> out) {
+      run_model(model, level == sigma ? timestep : sigma_to_timestep(level, log_sigmas_), in, alpha_of(level));
+      const Predicted p = predicted(prediction_, level, true);
+      combine(out, {{p.x0_x, in}, {p.x0_m, model_output_}});
+    };
+    // A1111 and k-diffusion default to eta 1 (and s_noise 1, leaving the noise as drawn).
+    dpmpp_2s_ancestral_step(x, sigma, next, 1.0, denoise, noise);
+  }
+
+  std::vector<float> log_sigmas_;
+};
+
 // The variance-preserving samplers: latents alpha x0 + sigma_vp noise, fed to the model as they are.
 class VpSampler : public Sampler {
  protected:
@@ -302,15 +325,19 @@ void Sampler::add_noise(std::span<const float> x0, std::span<const float> noise,
 }
 
 void Sampler::call_model(const Model& model, int i, std::span<const float> x, double input_scale) {
+  run_model(model, schedule_[i].timestep, x, input_scale);
+}
+
+void Sampler::run_model(const Model& model, double timestep, std::span<const float> x, double input_scale) {
   model_output_.resize(x.size());
   if (input_scale == 1.0) {
-    model(x, schedule_[i].timestep, model_output_);
+    model(x, timestep, model_output_);
     return;
   }
   model_input_.resize(x.size());
   const auto scale = static_cast<float>(input_scale);
   for (std::size_t k = 0; k < x.size(); ++k) model_input_[k] = x[k] * scale;
-  model(model_input_, schedule_[i].timestep, model_output_);
+  model(model_input_, timestep, model_output_);
 }
 
 void Sampler::draw(NoiseSource& noise, std::size_t size) {
@@ -330,12 +357,17 @@ std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const Sampl
   switch (options.kind) {
     case SamplerKind::euler:
     case SamplerKind::euler_ancestral:
-    case SamplerKind::heun: {
+    case SamplerKind::heun:
+    case SamplerKind::dpmpp_2s_ancestral: {
       Schedule s = schedule(Grid::k_diffusion);
       // diffusers starts leading-spaced schedules at unit variance over the top sigma's.
       const double top = s.front().sigma;
       const double init = config.spacing == Spacing::leading ? std::sqrt(top * top + 1) : top;
       if (options.kind == SamplerKind::heun) return std::make_unique<Heun>(std::move(s), config.prediction, init);
+      if (options.kind == SamplerKind::dpmpp_2s_ancestral) {
+        return std::make_unique<DpmSolver2SAncestral>(std::move(s), config.prediction, init,
+                                                      log_sigma_table(training_sigmas(alphas_cumprod(config))));
+      }
       return std::make_unique<Euler>(std::move(s), config.prediction, init, options.kind == SamplerKind::euler_ancestral);
     }
     case SamplerKind::dpmpp_2m:
@@ -353,11 +385,36 @@ std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const Sampl
   fail("unknown sampler kind");
 }
 
+void dpmpp_2s_ancestral_step(std::span<float> x, double sigma, double next, double eta, const Denoiser& denoise,
+                             NoiseSource& noise) {
+  std::vector<float> denoised(x.size());
+  denoise(x, sigma, denoised);
+  const double up = std::min(next, eta * std::sqrt(next * next * (sigma * sigma - next * next) / (sigma * sigma)));
+  const double down = std::sqrt(next * next - up * up);
+  if (down == 0) {
+    std::ranges::copy(denoised, x.begin());  // Euler's step to sigma 0 lands on the denoised latents
+  } else {
+    // In lambda = -log(sigma), h from sigma to sigma_down: x0 predicted at the midpoint lambda + h/2
+    // by a first-order step there, then the whole step taken with that x0.
+    const double h = lambda(down) - lambda(sigma), mid = std::exp(-(lambda(sigma) + h / 2));
+    std::vector<float> midpoint(x.size());
+    combine(midpoint, {{mid / sigma, x}, {-std::expm1(-h / 2), denoised}});
+    denoise(midpoint, mid, denoised);
+    combine(x, {{down / sigma, x}, {-std::expm1(-h), denoised}});
+  }
+  // k-diffusion draws the noise after the denoiser calls, on every step but those to sigma 0.
+  if (next == 0) return;
+  std::vector<float> fresh(x.size());
+  noise.randn(fresh);
+  combine(x, {{1, x}, {up, fresh}});
+}
+
 SamplerKind parse_sampler(std::string_view name) {
   static constexpr std::pair<std::string_view, SamplerKind> names[] = {
       {"euler", SamplerKind::euler},       {"euler_a", SamplerKind::euler_ancestral},
       {"heun", SamplerKind::heun},         {"dpmpp_2m", SamplerKind::dpmpp_2m},
-      {"dpmpp_2m_sde", SamplerKind::dpmpp_2m_sde}, {"ddim", SamplerKind::ddim},
+      {"dpmpp_2m_sde", SamplerKind::dpmpp_2m_sde}, {"dpmpp_2s_a", SamplerKind::dpmpp_2s_ancestral},
+      {"ddim", SamplerKind::ddim},
       {"lcm", SamplerKind::lcm},           {"unipc", SamplerKind::unipc}};
   return parse_name("sampler", name, names);
 }

@@ -41,17 +41,6 @@ double interpolate(std::span<const float> table, double t) {
   return slope * (t - static_cast<double>(low)) + table[low];
 }
 
-// diffusers' _sigma_to_t: the fractional timestep whose log sigma interpolates linearly to
-// log(sigma) (numpy keeps the log table in float32).
-double sigma_to_timestep(double sigma, std::span<const float> log_sigmas) {
-  const double log_sigma = std::log(std::max(sigma, 1e-10));
-  std::size_t low = 0;
-  while (low + 2 < log_sigmas.size() && log_sigmas[low + 1] <= log_sigma) ++low;
-  const float lo = log_sigmas[low], hi = log_sigmas[low + 1];
-  const double w = std::clamp((lo - log_sigma) / static_cast<double>(lo - hi), 0.0, 1.0);
-  return (1 - w) * static_cast<double>(low) + w * static_cast<double>(low + 1);
-}
-
 // What each family of diffusers schedulers spaces by when the config does not say.
 Spacing default_spacing(Grid grid) { return grid == Grid::ddim ? Spacing::leading : Spacing::linspace; }
 
@@ -160,6 +149,21 @@ std::vector<float> training_sigmas(std::span<const float> alphas_cumprod) {
   return out;
 }
 
+std::vector<float> log_sigma_table(std::span<const float> sigmas) {
+  std::vector<float> out;
+  for (float s : sigmas) out.push_back(std::log(s));
+  return out;
+}
+
+double sigma_to_timestep(double sigma, std::span<const float> log_sigmas) {
+  const double log_sigma = std::log(std::max(sigma, 1e-10));
+  std::size_t low = 0;
+  while (low + 2 < log_sigmas.size() && log_sigmas[low + 1] <= log_sigma) ++low;
+  const float lo = log_sigmas[low], hi = log_sigmas[low + 1];
+  const double w = std::clamp((lo - log_sigma) / static_cast<double>(lo - hi), 0.0, 1.0);
+  return (1 - w) * static_cast<double>(low) + w * static_cast<double>(low + 1);
+}
+
 Schedule make_schedule(const SchedulerConfig& config, Grid grid, SigmaSchedule schedule, int steps) {
   if (steps < 1 || steps > config.train_timesteps) fail("steps must be between 1 and {}, got {}", config.train_timesteps, steps);
   const bool respaced = schedule != SigmaSchedule::model_default;
@@ -176,11 +180,10 @@ Schedule make_schedule(const SchedulerConfig& config, Grid grid, SigmaSchedule s
   auto timesteps = spaced_timesteps(config, spacing, steps, k_diffusion || grid == Grid::ddim ? steps : steps + 1, !k_diffusion);
   if (grid == Grid::ddim) return ddim_schedule(config, table, timesteps);
 
-  std::vector<float> log_sigmas;
-  for (float s : table) log_sigmas.push_back(std::log(s));
+  const std::vector<float> logs = log_sigma_table(table);
   std::vector<double> sigmas;
   if (schedule == SigmaSchedule::sgm_uniform) {
-    sigmas = sgm_uniform_sigmas(log_sigmas, steps);
+    sigmas = sgm_uniform_sigmas(logs, steps);
   } else if (respaced) {
     // k-diffusion's ends are the spaced timesteps' sigmas; DPM-Solver's the training table's.
     const double sigma_max = k_diffusion ? interpolate(table, timesteps.front()) : table.back();
@@ -191,7 +194,7 @@ Schedule make_schedule(const SchedulerConfig& config, Grid grid, SigmaSchedule s
     return chained(timesteps, sigmas);
   }
   for (std::size_t i = 0; i < sigmas.size(); ++i) {
-    const double t = sigma_to_timestep(sigmas[i], log_sigmas);
+    const double t = sigma_to_timestep(sigmas[i], logs);
     // DPM-Solver rounds Karras timesteps and truncates exponential ones (its int64 cast).
     const bool integral = grid == Grid::dpm_solver && schedule != SigmaSchedule::sgm_uniform;
     timesteps[i] = !integral ? static_cast<float>(t) : schedule == SigmaSchedule::karras ? std::nearbyint(t) : std::trunc(t);

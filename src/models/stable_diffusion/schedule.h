@@ -28,7 +28,7 @@ enum class Spacing { linspace, leading, trailing };
 enum class SigmaSchedule { model_default, karras, exponential, sgm_uniform };
 // The families of diffusers schedulers, which lay out n steps each their own way.
 enum class Grid {
-  k_diffusion,  // Euler, Euler ancestral, Heun: n fractional timesteps
+  k_diffusion,  // Euler, Euler ancestral, Heun, DPM++ 2S a: n fractional timesteps
   dpm_solver,   // DPM-Solver++, UniPC: n of n+1 points, rounded
   ddim,         // n points, rounded; each step goes to t - T/n
   lcm,          // n of the 50 timesteps of the LCM distillation
@@ -62,6 +62,13 @@ using Schedule = std::vector<ScheduleStep>;
 std::vector<float> alphas_cumprod(const SchedulerConfig& config);
 // The sigma of every training timestep, float32 as diffusers computes it.
 std::vector<float> training_sigmas(std::span<const float> alphas_cumprod);
+// Their logs, in float32 as numpy keeps the table sigma_to_timestep reads.
+std::vector<float> log_sigma_table(std::span<const float> sigmas);
+// The fractional timestep of a noise level: linear interpolation of log sigma between the two
+// training timesteps around it, clamped to the table's ends (diffusers' _sigma_to_t, k-diffusion's
+// DiscreteSchedule.sigma_to_t). Maps the schedules' sigmas, and samplers' sigmas between steps, to
+// the timesteps the UNet takes.
+double sigma_to_timestep(double sigma, std::span<const float> log_sigmas);
 
 // `steps` inference steps of `grid`'s family under `sigmas`; fails on a combination diffusers has
 // no schedule for (DDIM and LCM take only their own sigmas).

@@ -134,8 +134,9 @@ TEST(GenerationParameters, LabelsAsA1111ShowsThem) {
   const std::pair<SamplerKind, std::string_view> samplers[] = {
       {SamplerKind::euler, "Euler"},         {SamplerKind::euler_ancestral, "Euler a"},
       {SamplerKind::heun, "Heun"},           {SamplerKind::dpmpp_2m, "DPM++ 2M"},
-      {SamplerKind::dpmpp_2m_sde, "DPM++ 2M SDE"}, {SamplerKind::ddim, "DDIM"},
-      {SamplerKind::lcm, "LCM"},             {SamplerKind::unipc, "UniPC"}};
+      {SamplerKind::dpmpp_2m_sde, "DPM++ 2M SDE"}, {SamplerKind::dpmpp_2s_ancestral, "DPM++ 2S a"},
+      {SamplerKind::ddim, "DDIM"},           {SamplerKind::lcm, "LCM"},
+      {SamplerKind::unipc, "UniPC"}};
   for (const auto& [kind, label] : samplers) EXPECT_EQ(sampler_label(kind), label);
   EXPECT_EQ(schedule_label(SigmaSchedule::model_default), "Automatic");
   EXPECT_EQ(schedule_label(SigmaSchedule::karras), "Karras");

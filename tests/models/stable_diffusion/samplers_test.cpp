@@ -70,7 +70,7 @@ TEST(Samplers, RunInOrder) {
   std::vector<float> latents(16, 1.0f);
   TorchCpuGenerator noise(0);
   EXPECT_THROW(sampler->step(1, latents, stand_in_model, noise), Error);
-  EXPECT_THROW(parse_sampler("dpmpp_2s_a"), Error);
+  EXPECT_THROW(parse_sampler("dpm2_a"), Error);
 }
 
 }  // namespace

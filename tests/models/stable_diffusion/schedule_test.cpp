@@ -68,6 +68,23 @@ TEST(Schedule, TimestepsAndSigmasAsDiffusers) {
   }
 }
 
+TEST(Schedule, SigmaToTimestepInterpolatesLogSigma) {
+  const auto sigmas = training_sigmas(alphas_cumprod(SchedulerConfig{}));
+  const auto logs = log_sigma_table(sigmas);
+  // A training sigma is its own timestep, and the geometric mean of two neighbours (the midpoint
+  // in log sigma) lies half way between theirs.
+  double worst = 0;
+  for (const std::size_t t : {0, 1, 100, 500, 998}) {
+    worst = std::max(worst, std::abs(sigma_to_timestep(sigmas[t], logs) - static_cast<double>(t)));
+    const double between = std::sqrt(static_cast<double>(sigmas[t]) * sigmas[t + 1]);
+    worst = std::max(worst, std::abs(sigma_to_timestep(between, logs) - (t + 0.5)));
+  }
+  fixture::check("timesteps of training sigmas and of their geometric means", worst, 1e-4);
+  // Past the table's ends, its end timesteps.
+  EXPECT_EQ(sigma_to_timestep(2 * sigmas.back(), logs), 999.0);
+  EXPECT_EQ(sigma_to_timestep(sigmas.front() / 2, logs), 0.0);
+}
+
 TEST(Schedule, RefusesWhatDiffusersHasNoScheduleFor) {
   const SchedulerConfig config;
   EXPECT_THROW(make_schedule(config, Grid::ddim, SigmaSchedule::karras, 10), Error);
