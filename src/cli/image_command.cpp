@@ -149,10 +149,10 @@ void run(ImageFlags& f) {
   for (const sd::LoraFile& l : loras) p.loras.push_back({std::filesystem::path(l.path).stem().string(), l.strength, {}});
   p.version = "rocmforge " ROCMFORGE_VERSION;
   for (int i = 0; i < images.batch; ++i) {
-    p.seed = o.seed;  // one draw for the whole batch, as a diffusers generator makes it
+    p.seed = o.seed + i;  // each image's own seed (the pipeline's per-image seeds), as A1111 writes it
     const std::string path = output_path(f.output, i, images.batch);
     write_png(path, to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}});
-    fmt::print(stderr, "wrote {}\n", path);
+    fmt::print(stderr, "wrote {} (seed {})\n", path, p.seed);
   }
 }
 

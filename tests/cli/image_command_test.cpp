@@ -1,9 +1,12 @@
 // rocmforge image with the tiny SD checkpoints: the PNG it writes, its A1111 parameters, and the
 // messages for bad input.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli/cli_run.h"
@@ -50,6 +53,34 @@ TEST(ImageCommand, TheSameSeedGivesTheSameImageFromFolderAndSingleFile) {
                             b.string());
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_EQ(rf::read_image(a.string()).pixels, rf::read_image(b.string()).pixels);
+}
+
+// A batch of 3 at seed 5 writes out-1.png to out-3.png naming seeds 5, 6 and 7 (A1111's per-image
+// seeds), and each is pixel for pixel the image batch 1 makes at its seed.
+TEST(ImageCommand, EachImageOfABatchNamesAndRemakesItsOwnSeed) {
+  const auto seed_of = [](const fs::path& png) {
+    const auto info = rf::stable_diffusion::parse_infotext(rf::read_png_texts(png.string()).at(0).text);
+    return info.find("Seed") ? *info.find("Seed") : std::string("(none)");
+  };
+  for (const auto& [sampler, rng] : {std::pair{"euler", "cpu"}, std::pair{"euler_a", "cpu"}, std::pair{"euler_a", "cuda"}}) {
+    const std::string options = fmt::format("--sampler {} --rng {}", sampler, rng);
+    const std::string args = "image -m " + kSd + "sd15/diffusers -p \"a lighthouse\" --steps 2 -W 64 -H 48 --device cpu " +
+                             options + " -o ";
+    const std::string name = fmt::format("batch-seeds-{}-{}", sampler, rng);
+    const CliRun batch = run(args + scratch_file(name + ".png").string() + " --batch 3 --seed 5");
+    ASSERT_EQ(batch.exit_code, 0) << batch.output;
+    for (int i = 0; i < 3; ++i) {
+      const fs::path in_batch = scratch_file(fmt::format("{}-{}.png", name, i + 1));
+      const fs::path alone = scratch_file(fmt::format("{}-alone-{}.png", name, 5 + i));
+      ASSERT_EQ(run(args + alone.string() + " --seed " + std::to_string(5 + i)).exit_code, 0);
+      const bool same = rf::read_image(in_batch.string()).pixels == rf::read_image(alone.string()).pixels;
+      std::printf("[ compare  ] %s: %s (Seed %s) vs batch 1 at seed %d (Seed %s): %s\n", options.c_str(),
+                  in_batch.filename().c_str(), seed_of(in_batch).c_str(), 5 + i, seed_of(alone).c_str(),
+                  same ? "same pixels" : "pixels differ");
+      EXPECT_TRUE(same) << options << " image " << i + 1;
+      EXPECT_EQ(seed_of(in_batch), std::to_string(5 + i)) << options;
+    }
+  }
 }
 
 // A 64x48 init image made by the tiny model, and a mask repainting its right half.
