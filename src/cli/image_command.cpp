@@ -28,7 +28,8 @@ struct ImageFlags {
   std::string model, vae, config, prediction, output = "output.png", init_image, mask;
   double strength = 0.75;
   std::vector<std::string> loras;  // FILE or FILE:STRENGTH
-  std::string sampler = "euler_a", schedule = "default", rng = "cpu", device = "auto";
+  std::string sampler = "euler_a", schedule = "default", rng = "cpu", batch_seeds = "per-image",
+              device = "auto";
   sd::GenerationOptions options;
   int threads = 0;
   bool vae_tiling = false;
@@ -109,6 +110,10 @@ void run(ImageFlags& f) {
   o.sampler.sigmas = f.schedule == "default" ? sd::SigmaSchedule::model_default : sd::parse_sigma_schedule(f.schedule);
   if (f.rng != "cpu" && f.rng != "cuda") fail("--rng {}: expected cpu (torch's CPU generator) or cuda (torch's CUDA generator)", f.rng);
   o.rng = f.rng == "cpu" ? sd::Rng::torch_cpu : sd::Rng::torch_cuda;
+  if (f.batch_seeds != "per-image" && f.batch_seeds != "shared") {
+    fail("--batch-seeds {}: expected per-image (seed + i for image i, as A1111) or shared (one generator)", f.batch_seeds);
+  }
+  o.batch_seeds = f.batch_seeds == "shared" ? sd::BatchSeeds::shared : sd::BatchSeeds::per_image;
   if (!f.seed->count()) o.seed = std::random_device{}();
   if (!f.mask.empty() && f.init_image.empty()) fail("--mask needs --init-img, the image to inpaint");
   if (!f.init_image.empty()) o.init = read_init(f);
@@ -149,10 +154,12 @@ void run(ImageFlags& f) {
   for (const sd::LoraFile& l : loras) p.loras.push_back({std::filesystem::path(l.path).stem().string(), l.strength, {}});
   p.version = "rocmforge " ROCMFORGE_VERSION;
   for (int i = 0; i < images.batch; ++i) {
-    p.seed = o.seed;  // one draw for the whole batch, as a diffusers generator makes it
+    // Each image's own seed, as A1111 writes it; a shared draw has no seed that remakes image i > 1
+    // alone, so its images all name the one that remakes the batch.
+    p.seed = o.batch_seeds == sd::BatchSeeds::per_image ? o.seed + i : o.seed;
     const std::string path = output_path(f.output, i, images.batch);
     write_png(path, to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}});
-    fmt::print(stderr, "wrote {}\n", path);
+    fmt::print(stderr, "wrote {} (seed {})\n", path, p.seed);
   }
 }
 
@@ -186,6 +193,12 @@ void add_image_command(CLI::App& app) {
   cmd->add_option("-W,--width", o.width, "Width in pixels, a multiple of 8 (default: the model's native size)");
   cmd->add_option("-H,--height", o.height, "Height in pixels, a multiple of 8 (default: the model's native size)");
   cmd->add_option("--batch", o.batch, "Images to make at once (out-1.png, out-2.png, ...)")->check(CLI::Range(1, 64));
+  cmd->add_option("--batch-seeds", flags->batch_seeds,
+                  "A batch's noise: per-image (image i from its own generator seeded seed + i, as A1111 and "
+                  "diffusers given one generator per image; the default, so that each PNG names its own seed and "
+                  "remakes alone at batch 1) or shared (the whole batch from one generator, as a diffusers script "
+                  "passing one generator; every PNG names the batch's seed)")
+      ->capture_default_str();
   cmd->add_option("--init-img", flags->init_image,
                   "Image to image: start from this PNG, JPEG or WebP (the output takes its size)");
   cmd->add_option("--strength", flags->strength,

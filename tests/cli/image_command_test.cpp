@@ -1,9 +1,12 @@
 // rocmforge image with the tiny SD checkpoints: the PNG it writes, its A1111 parameters, and the
 // messages for bad input.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cli/cli_run.h"
@@ -64,6 +67,56 @@ TEST(ImageCommand, TheSameSeedGivesTheSameImageFromFolderAndSingleFile) {
                             b.string());
   ASSERT_EQ(single.exit_code, 0) << single.output;
   EXPECT_EQ(rf::read_image(a.string()).pixels, rf::read_image(b.string()).pixels);
+}
+
+// A batch of 3 at seed 5 writes out-1.png to out-3.png naming seeds 5, 6 and 7 (A1111's per-image
+// seeds, the default), and each is pixel for pixel the image batch 1 makes at its seed.
+TEST(ImageCommand, EachImageOfABatchNamesAndRemakesItsOwnSeed) {
+  const auto seed_of = [](const fs::path& png) {
+    const auto info = rf::stable_diffusion::parse_infotext(rf::read_png_texts(png.string()).at(0).text);
+    return info.find("Seed") ? *info.find("Seed") : std::string("(none)");
+  };
+  for (const auto& [sampler, rng] : {std::pair{"euler", "cpu"}, std::pair{"euler_a", "cpu"}, std::pair{"euler_a", "cuda"}}) {
+    const std::string options = fmt::format("--sampler {} --rng {}", sampler, rng);
+    const std::string args = "image -m " + kSd + "sd15/diffusers -p \"a lighthouse\" --steps 2 -W 64 -H 48 --device cpu " +
+                             options + " -o ";
+    const std::string name = fmt::format("batch-seeds-{}-{}", sampler, rng);
+    const CliRun batch = run(args + scratch_file(name + ".png").string() + " --batch 3 --seed 5");
+    ASSERT_EQ(batch.exit_code, 0) << batch.output;
+    for (int i = 0; i < 3; ++i) {
+      const fs::path in_batch = scratch_file(fmt::format("{}-{}.png", name, i + 1));
+      const fs::path alone = scratch_file(fmt::format("{}-alone-{}.png", name, 5 + i));
+      ASSERT_EQ(run(args + alone.string() + " --seed " + std::to_string(5 + i)).exit_code, 0);
+      const bool same = rf::read_image(in_batch.string()).pixels == rf::read_image(alone.string()).pixels;
+      std::printf("[ compare  ] %s: %s (Seed %s) vs batch 1 at seed %d (Seed %s): %s\n", options.c_str(),
+                  in_batch.filename().c_str(), seed_of(in_batch).c_str(), 5 + i, seed_of(alone).c_str(),
+                  same ? "same pixels" : "pixels differ");
+      EXPECT_TRUE(same) << options << " image " << i + 1;
+      EXPECT_EQ(seed_of(in_batch), std::to_string(5 + i)) << options;
+    }
+  }
+}
+
+// --batch-seeds shared: one generator for the whole batch, so every image names the batch's seed, and
+// the images after the first are not those of seeds 6 and 7.
+TEST(ImageCommand, ASharedBatchNamesTheBatchSeed) {
+  const std::string args = "image -m " + kSd + "sd15/diffusers -p \"a lighthouse\" --steps 2 -W 64 -H 48 --device cpu "
+                           "--sampler euler --batch 3 --seed 5 -o ";
+  const fs::path shared = scratch_file("batch-shared.png"), per_image = scratch_file("batch-per-image.png");
+  ASSERT_EQ(run(args + shared.string() + " --batch-seeds shared").exit_code, 0);
+  ASSERT_EQ(run(args + per_image.string() + " --batch-seeds per-image").exit_code, 0);
+  for (int i = 1; i <= 3; ++i) {
+    const fs::path a = scratch_file(fmt::format("batch-shared-{}.png", i));
+    const fs::path b = scratch_file(fmt::format("batch-per-image-{}.png", i));
+    const auto info = rf::stable_diffusion::parse_infotext(rf::read_png_texts(a.string()).at(0).text);
+    ASSERT_NE(info.find("Seed"), nullptr);
+    EXPECT_EQ(*info.find("Seed"), "5");
+    const bool same = rf::read_image(a.string()).pixels == rf::read_image(b.string()).pixels;
+    std::printf("[ compare  ] image %d, shared (Seed %s) vs per image: %s\n", i, info.find("Seed")->c_str(),
+                same ? "same pixels" : "pixels differ");
+    // Image 1's latents are the start of the shared draw; euler draws nothing more.
+    EXPECT_EQ(same, i == 1) << i;
+  }
 }
 
 // A 64x48 init image made by the tiny model, and a mask repainting its right half.
@@ -133,6 +186,7 @@ TEST(ImageCommand, BadInputFailsCleanly) {
   expect_clean_failure(model + " --device cpu --sampler nope", "dpmpp_2m_sde, dpmpp_2s_a, ddim");
   expect_clean_failure(model + " --device cpu --schedule nope", "nope");
   expect_clean_failure(model + " --device cpu --rng gpu", "--rng gpu");
+  expect_clean_failure(model + " --device cpu --batch-seeds each", "--batch-seeds each");
   expect_clean_failure(model + " --device warp", "unknown device 'warp'");
   expect_clean_failure("image -m /no/such/model -p x", "/no/such/model");
   const fs::path pickle = scratch_file("model.ckpt");

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "util/error.h"
+
 namespace rf::stable_diffusion {
 
 namespace {
@@ -184,6 +186,27 @@ void TorchCudaGenerator::randn(std::span<float> out) {
       }
     }
   }
+}
+
+PerImageNoise::PerImageNoise(std::vector<std::unique_ptr<NoiseSource>> generators)
+    : generators_(std::move(generators)) {}
+
+void PerImageNoise::randn(std::span<float> out) {
+  if (out.size() % generators_.size()) fail("{} noise values do not split into {} images", out.size(), generators_.size());
+  const std::size_t each = out.size() / generators_.size();
+  for (std::size_t i = 0; i < generators_.size(); ++i) generators_[i]->randn(out.subspan(i * each, each));
+}
+
+std::unique_ptr<NoiseSource> make_generator(Rng rng, std::uint64_t seed) {
+  if (rng == Rng::torch_cpu) return std::make_unique<TorchCpuGenerator>(seed);
+  return std::make_unique<TorchCudaGenerator>(seed);
+}
+
+std::unique_ptr<NoiseSource> make_batch_noise(Rng rng, std::uint64_t seed, int batch, BatchSeeds seeds) {
+  if (seeds == BatchSeeds::shared) return make_generator(rng, seed);
+  std::vector<std::unique_ptr<NoiseSource>> generators;
+  for (int i = 0; i < batch; ++i) generators.push_back(make_generator(rng, seed + i));
+  return std::make_unique<PerImageNoise>(std::move(generators));
 }
 
 }  // namespace rf::stable_diffusion

@@ -14,16 +14,29 @@
 //                       class).
 //
 // Each randn() call is one torch.randn of out.size() elements: a batch drawn at once differs from
-// the same batch drawn one image at a time.
+// the same batch drawn one image at a time. BatchSeeds picks which of the two a batch gets.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace rf::stable_diffusion {
 
 // The generator a seed refers to: A1111's "RNG" setting (CPU or GPU, its default).
 enum class Rng { torch_cpu, torch_cuda };
+
+// How the images of a batch get their noise, initial latents and samplers' steps alike.
+enum class BatchSeeds {
+  // Image i from its own generator seeded seed + i, as A1111 does (and diffusers given a list of
+  // generators): each image is the one that batch 1 at its seed makes, and its infotext says so.
+  per_image,
+  // The whole batch from one generator seeded seed, drawn at once, as a diffusers script passing one
+  // generator: only image 1 is the image batch 1 makes (with the CPU generator, only by samplers
+  // that draw no step noise: its later draws go on from the end of the whole batch's).
+  shared,
+};
 
 // Where the pipeline's and the samplers' noise comes from; tests supply recorded noise through it.
 class NoiseSource {
@@ -69,5 +82,21 @@ class TorchCudaGenerator final : public NoiseSource {
   std::uint64_t offset_ = 0;  // torch's philox_offset_per_thread: 4 a Philox call per thread
   CudaGpu gpu_;
 };
+
+// One generator per image of a batch: each randn() splits `out` into as many equal parts as there
+// are generators, image i's part from generator i (torch.stack of one torch.randn per generator).
+class PerImageNoise final : public NoiseSource {
+ public:
+  explicit PerImageNoise(std::vector<std::unique_ptr<NoiseSource>> generators);
+  void randn(std::span<float> out) override;
+
+ private:
+  std::vector<std::unique_ptr<NoiseSource>> generators_;
+};
+
+// The generator `rng` seeded `seed`.
+std::unique_ptr<NoiseSource> make_generator(Rng rng, std::uint64_t seed);
+// A batch's noise: one generator, or one per image seeded seed, seed + 1, ... (see BatchSeeds).
+std::unique_ptr<NoiseSource> make_batch_noise(Rng rng, std::uint64_t seed, int batch, BatchSeeds seeds);
 
 }  // namespace rf::stable_diffusion

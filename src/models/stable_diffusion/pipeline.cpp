@@ -261,15 +261,10 @@ Images Pipeline::generate(const GenerationOptions& options, const Progress& prog
   const GenerationOptions o = resolve(options);
   const std::size_t size = static_cast<std::size_t>(o.batch) * config_.vae.latent_channels *
                            (o.height / config_.vae.downscale()) * (o.width / config_.vae.downscale());
+  const std::unique_ptr<NoiseSource> generator = make_batch_noise(o.rng, o.seed, o.batch, o.batch_seeds);
   std::vector<float> noise(size);
-  if (o.rng == Rng::torch_cpu) {
-    TorchCpuGenerator generator(o.seed);
-    generator.randn(noise);
-    return generate(o, noise, generator, progress);
-  }
-  TorchCudaGenerator generator(o.seed);
-  generator.randn(noise);
-  return generate(o, noise, generator, progress);
+  generator->randn(noise);
+  return generate(o, noise, *generator, progress);
 }
 
 Images Pipeline::generate(const GenerationOptions& options, std::span<const float> initial_noise,

@@ -54,6 +54,7 @@ struct GenerationOptions {
   double guidance = 7.5;  // classifier-free guidance scale; <= 1 runs the UNet on the prompt alone
   std::uint64_t seed = 0;
   Rng rng = Rng::torch_cpu;
+  BatchSeeds batch_seeds = BatchSeeds::per_image;  // A1111's seed + i per image
   std::optional<InitImage> init;
   // The VAE a tile at a time (diffusers' enable_tiling) for large images, so that its memory stays
   // bounded; none: whole images.
