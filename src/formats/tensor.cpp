@@ -34,6 +34,16 @@ std::vector<float> to_f32(const std::string& source, const TensorView& view) {
   return values;
 }
 
+void from_f32(DType type, std::span<const float> values, void* out) {
+  auto* halves = static_cast<std::uint16_t*>(out);
+  switch (type) {
+    case DType::F32: std::ranges::copy(values, static_cast<float*>(out)); break;
+    case DType::F16: std::ranges::transform(values, halves, f32_to_f16); break;
+    case DType::BF16: std::ranges::transform(values, halves, f32_to_bf16); break;
+    default: fail("from_f32: {} is not f32, f16 or bf16", dtype_name(type));
+  }
+}
+
 TensorView make_tensor_view(const std::string& source, std::string name, DType dtype,
                             std::span<const std::uint64_t> shape, std::uint64_t bytes, const void* data) {
   if (shape.size() > kMaxTensorDims) {

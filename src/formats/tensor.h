@@ -51,6 +51,9 @@ TensorView make_tensor_view(const std::string& source, std::string name, DType d
 // tensor and its type otherwise.
 std::vector<float> to_f32(const std::string& source, const TensorView& view);
 
+// Writes `values` into `out` as `type`: f32, or f16/bf16 rounded to nearest even; fails for any other type.
+void from_f32(DType type, std::span<const float> values, void* out);
+
 // Named views in file order (GGUF: as the header lists them; safetensors: by position in the file,
 // shards in the order of their file names). It views the files without owning them.
 class TensorSet {

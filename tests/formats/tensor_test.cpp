@@ -128,5 +128,25 @@ TEST_F(TensorSetTest, RefusesADuplicateName) {
   EXPECT_EQ(set.size(), 1u);
 }
 
+TEST(FromF32, RoundsToNearestEvenInEachType) {
+  // Exact ties (1 + half an ulp) go to the even neighbour, 1 + 1.5 ulp up to 1 + 2 ulp.
+  const std::vector<float> values = {1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1.8p-10f, -2.0f};
+  std::vector<std::uint16_t> f16(values.size()), bf16(values.size());
+  from_f32(DType::F16, values, f16.data());
+  EXPECT_EQ(f16, (std::vector<std::uint16_t>{0x3C00, 0x3C00, 0x3C02, 0xC000}));
+  const std::vector<float> bf16_values = {1.0f, 1.0f + 0x1p-8f, 1.0f + 0x1.8p-7f, -2.0f};
+  from_f32(DType::BF16, bf16_values, bf16.data());
+  EXPECT_EQ(bf16, (std::vector<std::uint16_t>{0x3F80, 0x3F80, 0x3F82, 0xC000}));
+  std::vector<float> f32(values.size(), -1.0f);
+  from_f32(DType::F32, values, f32.data());
+  EXPECT_EQ(f32, values);
+}
+
+TEST(FromF32, RefusesQuantizedTypesNamingThem) {
+  std::vector<std::uint8_t> out(64);
+  const std::vector<float> values(32, 1.0f);
+  EXPECT_RF_ERROR(from_f32(DType::Q8_0, values, out.data()), "from_f32", "q8_0 is not f32, f16 or bf16");
+}
+
 }  // namespace
 }  // namespace rf

@@ -1,11 +1,9 @@
 #include "backend/cpu/quant.h"
 
-#include <cstring>
-
 #include "backend/cpu/encode.h"
 #include "backend/cpu/kernel_table.h"
+#include "formats/tensor.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace rf::cpu {
 
@@ -36,13 +34,9 @@ void quantize_row(DType type, const float* src, void* dst, std::size_t n) {
   check_row_length(type, n);
   const std::size_t blocks = n / dtype_info(type).block_elems;
   switch (type) {
-    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F32:
     case DType::F16:
-      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
-      return;
-    case DType::BF16:
-      for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
-      return;
+    case DType::BF16: from_f32(type, {src, n}, dst); return;
     case DType::Q8_0: encode_q8_0(src, static_cast<BlockQ8_0*>(dst), blocks); return;
     case DType::Q4_0: encode_q4_0(src, static_cast<BlockQ4_0*>(dst), blocks); return;
     case DType::Q4_K: encode_q4_k(src, static_cast<BlockQ4_K*>(dst), blocks); return;

@@ -1,7 +1,6 @@
 #include "models/stable_diffusion/lora.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <ranges>
 #include <set>
@@ -9,29 +8,10 @@
 #include "formats/safetensors.h"
 #include "models/stable_diffusion/expected_tensors.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace rf::stable_diffusion {
 
 namespace {
-
-// w in the type `view` stores (Stable Diffusion's matrices are f32, f16 or bf16), in view.bytes.
-std::vector<std::uint8_t> stored_as(const TensorView& view, const std::vector<float>& w) {
-  std::vector<std::uint8_t> bytes(view.bytes);
-  const auto halves = [&](auto round) {
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      const std::uint16_t h = round(w[i]);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  };
-  switch (view.dtype) {
-    case DType::F32: std::memcpy(bytes.data(), w.data(), bytes.size()); break;
-    case DType::F16: halves(f32_to_f16); break;
-    case DType::BF16: halves(f32_to_bf16); break;
-    default: fail("{}: a LoRA merges into f32, f16 or bf16 matrices, not {}", view.name, dtype_name(view.dtype));
-  }
-  return bytes;
-}
 
 // "down_blocks.0.attentions.0.proj_in.weight" -> "down_blocks_0_attentions_0_proj_in", kohya's spelling.
 std::string kohya_module(std::string name) {
@@ -132,7 +112,9 @@ LoraSet::LoraSet(const PipelineConfig& config, const TensorSet& unet, const Tens
         std::ranges::transform(w, d->second, w.begin(), std::plus<>());
         // Back in the stored type, as A1111 and ComfyUI keep a merged model: a GPU's products stay on
         // its tensor cores, and the copy costs what the matrix does.
-        view.data = merged_weights_.emplace_back(stored_as(view, w)).data();
+        std::vector<std::uint8_t>& bytes = merged_weights_.emplace_back(view.bytes);
+        from_f32(view.dtype, w, bytes.data());
+        view.data = bytes.data();
         ++merged_;
       }
       out.add(view);

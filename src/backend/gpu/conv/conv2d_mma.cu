@@ -261,6 +261,12 @@ int slice_count(const ConvShape& s, int multiprocessors) {
   return best;
 }
 
+// The workspace: x pixel-major in 16 bits, then (where k is split) the slices' sums.
+std::size_t pixel_major_bytes(const ConvShape& s) {
+  const std::size_t bytes = static_cast<std::size_t>(s.batch) * s.in_channels * s.height * s.width * sizeof(std::uint16_t);
+  return (bytes + 255) / 256 * 256;
+}
+
 }  // namespace
 
 // Built for the device, and the device lets a block have the stages' shared memory.
@@ -270,16 +276,6 @@ bool conv2d_mma_available(const DeviceContext& ctx) {
     return built_for_tensor_cores(conv2d_mma_kernel<false>) && ctx.attributes().shared_per_block >= kSharedBytes ? 1 : 0;
   }) != 0;
 }
-
-namespace {
-
-// The workspace: x pixel-major in 16 bits, then (where k is split) the slices' sums.
-std::size_t pixel_major_bytes(const ConvShape& s) {
-  const std::size_t bytes = static_cast<std::size_t>(s.batch) * s.in_channels * s.height * s.width * sizeof(std::uint16_t);
-  return (bytes + 255) / 256 * 256;
-}
-
-}  // namespace
 
 std::size_t conv2d_mma_workspace_bytes(const ConvShape& s, const DeviceContext& ctx) {
   const int slices = slice_count(s, ctx.attributes().multiprocessors);

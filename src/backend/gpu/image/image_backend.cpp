@@ -15,7 +15,6 @@
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/runtime/device_buffer.h"
 #include "util/error.h"
-#include "util/half.h"
 
 namespace rf::gpu {
 
@@ -339,7 +338,7 @@ class GpuImageBackend final : public ImageBackend {
   }
   static std::vector<std::uint16_t> as_bf16(const std::vector<float>& values) {
     std::vector<std::uint16_t> bits(values.size());
-    std::transform(values.begin(), values.end(), bits.begin(), f32_to_bf16);
+    from_f32(DType::BF16, values, bits.data());
     return bits;
   }
   // A device copy of `w`, whose data is in host memory.
