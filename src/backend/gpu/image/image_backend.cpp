@@ -14,63 +14,26 @@
 #include "backend/gpu/gemm/gemm_kernels.h"
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/runtime/device_buffer.h"
+#include "util/caching_allocator.h"
 #include "util/error.h"
 
 namespace rf::gpu {
 
 namespace {
 
-// Device memory for activations, kept by size once freed and handed out again: a UNet step frees
-// and allocates the same few sizes hundreds of times. Every use is on the one stream, so memory one
-// operation frees may serve the next at once. What it keeps goes back to the device when an
-// allocation would not fit beside it.
-class TensorPool {
- public:
-  explicit TensorPool(const DeviceContext& ctx) : ctx_(ctx) {}
-  static std::shared_ptr<float> take(const std::shared_ptr<TensorPool>& pool, std::size_t floats) {
-    auto& free = pool->free_[floats];
-    float* p = nullptr;
-    if (free.empty()) {
-      p = pool->allocate(floats);
-    } else {
-      p = free.back();
-      free.pop_back();
-    }
-    return {p, [floats, weak = std::weak_ptr<TensorPool>(pool)](float* q) {
-              if (const auto alive = weak.lock()) alive->free_[floats].push_back(q);
-              else DeviceMemory::release(q);
-            }};
-  }
-  std::size_t peak() const { return peak_; }
-  ~TensorPool() { free_kept(); }  // the backend has waited for its stream
-
- private:
-  static std::size_t bytes(std::size_t floats) { return std::max<std::size_t>(floats, 1) * sizeof(float); }
-  void free_kept() {
-    for (auto& [floats, pointers] : free_) {
-      for (float* p : pointers) DeviceMemory::release(p);
-      held_ -= pointers.size() * bytes(floats);
-      pointers.clear();
-    }
-  }
-  float* allocate(std::size_t floats) {
-    void* p = nullptr;
-    if (gpuMalloc(&p, bytes(floats)) != gpuSuccess) {
-      (void)gpuGetLastError();  // out of memory: an answer here, not an error for later checks
-      ctx_.synchronize();       // queued work may still use a kept block
-      free_kept();
-      p = DeviceMemory::allocate(bytes(floats));
-    }
-    held_ += bytes(floats);
-    peak_ = std::max(peak_, held_);
-    return static_cast<float*>(p);
-  }
-
-  const DeviceContext& ctx_;
-  std::map<std::size_t, std::vector<float*>> free_;
-  std::size_t held_ = 0;  // blocks in use and kept
-  std::size_t peak_ = 0;  // the most held at once
-};
+// Device memory for activations, cut from segments the device gives once (util/caching_allocator.h).
+// Tensors hold it alive, so one may outlive the backend.
+std::shared_ptr<CachingAllocator> make_activation_memory(const DeviceContext& ctx) {
+  return std::make_shared<CachingAllocator>(CachingAllocator::Source{
+      [](std::size_t bytes) -> void* {
+        void* p = nullptr;
+        if (gpuMalloc(&p, bytes) == gpuSuccess) return p;
+        (void)gpuGetLastError();  // out of memory: an answer here, not an error for later checks
+        return nullptr;
+      },
+      [](void* p) { DeviceMemory::release(p); },
+      [&ctx] { ctx.synchronize(); }});
+}
 
 std::size_t planes(const Tensor& x) { return static_cast<std::size_t>(x.dim(0)) * x.dim(1); }
 
@@ -117,7 +80,7 @@ class GpuImageBackend final : public ImageBackend {
   }
 
   std::size_t device_bytes() const override {
-    std::size_t bytes = pool_->peak();
+    std::size_t bytes = memory_->peak_held();
     for (const auto& w : weights_) bytes += w.bytes();
     for (const auto& v : vectors_) bytes += v.bytes();
     return bytes;
@@ -347,14 +310,17 @@ class GpuImageBackend final : public ImageBackend {
     return {w.dtype, w.rows, w.cols, weights_.emplace_back(bytes, w.bytes()).data()};
   }
 
-  Tensor make(std::vector<int> dims) { return {TensorPool::take(pool_, Tensor::count(dims)), std::move(dims)}; }
+  Tensor make(std::vector<int> dims) {
+    auto* p = static_cast<float*>(memory_->allocate(Tensor::count(dims) * sizeof(float)));
+    return {std::shared_ptr<float>(p, [memory = memory_](float* q) { memory->free(q); }), std::move(dims)};
+  }
   // At least `bytes` of device scratch, for as long as the returned tensor lives.
   Tensor scratch(std::size_t bytes) { return make({static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))}); }
 
   std::unique_ptr<DeviceContext> owned_;  // a context of its own, or none
   const DeviceContext& ctx_;
   ProductInputs products_;
-  std::shared_ptr<TensorPool> pool_ = std::make_shared<TensorPool>(ctx_);
+  std::shared_ptr<CachingAllocator> memory_ = make_activation_memory(ctx_);
   std::deque<DeviceBuffer<std::uint8_t>> weights_;
   std::deque<DeviceBuffer<float>> vectors_;
 };
