@@ -43,6 +43,12 @@ if [[ ${1:-} == --pack-deps ]]; then
   # Keep it small (it travels with the working tree): no docs, no static libraries but gtest's.
   rm -rf "$deps/debs" "$deps/root/usr/share/doc" "$deps/root/usr/share/man"
   find "$deps/root" -name '*.a' ! -name 'libgtest*' -delete
+  # cuDNN's headers from this machine's CUDA toolkit: the GPU machine has the library (PyTorch's
+  # wheel) but not the headers to build against.
+  if compgen -G "/usr/local/cuda/include/cudnn*.h" >/dev/null; then
+    mkdir -p "$deps/cudnn/include"
+    cp /usr/local/cuda/include/cudnn*.h "$deps/cudnn/include/"
+  fi
   tar -cJf "$deps.tar.xz" -C "$(dirname "$deps")" "$(basename "$deps")"
   du -sh "$deps" "$deps.tar.xz"
   exit 0
@@ -80,6 +86,12 @@ if [[ -d $deps/root ]]; then
   chmod +x "$deps/pkg-config"
   export PKG_CONFIG_LIBDIR=$usr/lib/x86_64-linux-gnu/pkgconfig:$usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=$deps/root
   configure+=("-DPKG_CONFIG_EXECUTABLE=$deps/pkg-config" "-DCMAKE_PREFIX_PATH=$usr")  # the prefix: FindPNG, FindJPEG
+fi
+# cuDNN: the bundle's headers against the library PyTorch's wheel installed, found through Python.
+cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+if [[ -d $deps/cudnn/include && -n $cudnn_lib && -f $cudnn_lib/libcudnn.so.9 ]]; then
+  configure+=("-DCUDNN_INCLUDE_DIR=$deps/cudnn/include" "-DCUDNN_LIBRARY=$cudnn_lib/libcudnn.so.9")
+  export LD_LIBRARY_PATH=$cudnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
 steps=()

@@ -24,7 +24,7 @@
 #include "backend/gpu/gemm/gemm.h"
 #include "backend/gpu/sampling/sampling.h"
 #include "backend/gpu/gpu_test.h"
-#include "backend/gpu/gpu_timer.h"
+#include "backend/gpu/runtime/event_timer.h"
 
 namespace rf::gpu::test {
 namespace {

@@ -1,11 +1,13 @@
 #pragma once
 // 2-D convolution of NCHW images, the UNet's and the VAE's, y = conv2d(x, W) + bias (bias may be
 // null): square kernels, zero padding, W [out_channels] rows of in_channels * kernel * kernel values.
-// An implicit GEMM on NVIDIA's tensor cores where the weights are 16-bit and the channels suit it, and
-// otherwise (HIP, fp32 weights, the few-channel convolutions at either end of the networks) products
-// with gathered patches. backend/cpu/image_ops.h's conv2d is the reference.
+// Where the weights are 16-bit and the channels suit it: cuDNN where the build has it, else an
+// implicit GEMM on NVIDIA's tensor cores; otherwise (HIP, fp32 weights, the few-channel convolutions
+// at either end of the networks) products with gathered patches. backend/cpu/image_ops.h's conv2d is
+// the reference.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/conv_shape.h"
@@ -28,6 +30,34 @@ std::vector<std::uint16_t> conv2d_mma_order(const std::uint16_t* weights, int ou
 std::size_t conv2d_mma_workspace_bytes(const ConvShape& shape, const DeviceContext& ctx);
 void launch_conv2d_mma(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
                        void* workspace, const DeviceContext& ctx);
+
+// cuDNN's NHWC convolution (conv2d_cudnn.cpp; conv2d_cudnn_absent.cpp where the build has no cuDNN),
+// f16 or bf16 products summed in fp32, on W in conv2d_mma_order: x goes pixel-major in W's type, cuDNN
+// writes y pixel-major in that type, and a last pass adds the bias into NCHW fp32 (so y is rounded
+// to W's type once, as a 16-bit network's activations are). The algorithm is the fastest by cuDNN's
+// own timing, once a shape (PyTorch's cudnn.benchmark). workspace holds workspace_bytes().
+class CudnnConvolutions {
+ public:
+  // None where the build has no cuDNN.
+  static std::unique_ptr<CudnnConvolutions> create(const DeviceContext& ctx);
+  virtual ~CudnnConvolutions() = default;
+  virtual std::size_t workspace_bytes(const ConvShape& shape, DType weights) = 0;
+  virtual void run(const ConvShape& shape, const float* x, const WeightMatrix& w, const float* bias, float* y,
+                   void* workspace) = 0;
+};
+
+// Images between NCHW fp32 and pixel-major 16-bit ([n][y][x][c], f16 or bf16; pixel_major.cu):
+// to_pixel_major rounds x into `out`; from_pixel_major writes y = x + bias (per channel, bias may be
+// null). pixel_major_bytes: such an image's bytes, rounded up to 256 so that what follows it in a
+// workspace stays aligned.
+void launch_to_pixel_major(const float* x, int batch, int channels, int pixels, DType type, std::uint16_t* out,
+                           const DeviceContext& ctx);
+void launch_from_pixel_major(const std::uint16_t* x, int batch, int channels, int pixels, DType type,
+                             const float* bias, float* y, const DeviceContext& ctx);
+inline std::size_t pixel_major_bytes(int batch, int channels, int pixels) {
+  const std::size_t bytes = static_cast<std::size_t>(batch) * channels * pixels * sizeof(std::uint16_t);
+  return (bytes + 255) / 256 * 256;
+}
 
 // The portable way, W in PyTorch's order and any stored type: products of W with patches gathered a
 // band of output pixels at a time, through launch_gemm (cuBLAS on CUDA, the tiled kernel on HIP);

@@ -81,27 +81,6 @@ struct TileCursor {
   }
 };
 
-// x NCHW fp32 -> [n][pixel][channel] in the weights' 16-bit type, through a 32 x 32 tile in shared
-// memory so that both the reads (along pixels) and the writes (along channels) are whole lines.
-template <bool kBf16>
-__global__ void __launch_bounds__(kThreads) pixel_major_kernel(const float* x, int channels, int pixels,
-                                                               std::uint16_t* out) {
-  __shared__ float tile[32][33];
-  const int first_pixel = blockIdx.x * 32, first_channel = blockIdx.y * 32, n = blockIdx.z;
-  const int col = threadIdx.x % 32, row = threadIdx.x / 32;  // 8 rows a pass
-  const float* image = x + static_cast<std::size_t>(n) * channels * pixels;
-  for (int r = row; r < 32; r += kThreads / 32) {
-    const int c = first_channel + r, p = first_pixel + col;
-    tile[r][col] = c < channels && p < pixels ? image[static_cast<std::size_t>(c) * pixels + p] : 0.0f;
-  }
-  __syncthreads();
-  std::uint16_t* to = out + static_cast<std::size_t>(n) * pixels * channels;
-  for (int r = row; r < 32; r += kThreads / 32) {
-    const int p = first_pixel + r, c = first_channel + col;
-    if (p < pixels && c < channels) to[static_cast<std::size_t>(p) * channels + c] = float_to_16bit(tile[col][r], kBf16);
-  }
-}
-
 // Block (x, y, z): pixels [128x, 128x + 128) of all images, output channels [128y, 128y + 128), and
 // slice z of the k tiles. One slice writes y with the bias; several write their sums to
 // `slices` (slice z at z * y's size) for sum_slices_kernel. Two blocks an SM (128 registers a thread)
@@ -261,12 +240,6 @@ int slice_count(const ConvShape& s, int multiprocessors) {
   return best;
 }
 
-// The workspace: x pixel-major in 16 bits, then (where k is split) the slices' sums.
-std::size_t pixel_major_bytes(const ConvShape& s) {
-  const std::size_t bytes = static_cast<std::size_t>(s.batch) * s.in_channels * s.height * s.width * sizeof(std::uint16_t);
-  return (bytes + 255) / 256 * 256;
-}
-
 }  // namespace
 
 // Built for the device, and the device lets a block have the stages' shared memory.
@@ -281,7 +254,7 @@ std::size_t conv2d_mma_workspace_bytes(const ConvShape& s, const DeviceContext& 
   const int slices = slice_count(s, ctx.attributes().multiprocessors);
   const std::size_t sums = slices == 1 ? 0 : static_cast<std::size_t>(slices) * s.batch * s.out_channels * s.out_height() *
                                                   s.out_width() * sizeof(float);
-  return pixel_major_bytes(s) + sums;
+  return pixel_major_bytes(s.batch, s.in_channels, s.height * s.width) + sums;
 }
 
 void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
@@ -293,18 +266,15 @@ void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w
   if (total_pixels == 0) return;
   const bool bf16 = w.dtype == DType::BF16;
   auto* x16 = static_cast<std::uint16_t*>(workspace);
-  const int in_pixels = s.height * s.width;
-  const dim3 tiles32((in_pixels + 31) / 32, (s.in_channels + 31) / 32, s.batch);
-  (bf16 ? pixel_major_kernel<true> : pixel_major_kernel<false>)<<<tiles32, kThreads, 0, ctx.stream()>>>(
-      x, s.in_channels, in_pixels, x16);
-  RF_GPU_CHECK_LAUNCH();
+  launch_to_pixel_major(x, s.batch, s.in_channels, s.height * s.width, w.dtype, x16, ctx);
 
   const int slices = slice_count(s, ctx.attributes().multiprocessors);
   const int tiles = s.in_channels * s.kernel * s.kernel / kTileK, per_slice = (tiles + slices - 1) / slices;
   const dim3 grid(static_cast<unsigned>((total_pixels + kTilePixels - 1) / kTilePixels),
                   (s.out_channels + kTileChannels - 1) / kTileChannels, (tiles + per_slice - 1) / per_slice);
   const auto* weights = static_cast<const std::uint16_t*>(w.data);
-  auto* sums = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) + pixel_major_bytes(s));
+  auto* sums = reinterpret_cast<float*>(static_cast<std::uint8_t*>(workspace) +
+                                             pixel_major_bytes(s.batch, s.in_channels, s.height * s.width));
   const auto kernel = bf16 ? conv2d_mma_kernel<true> : conv2d_mma_kernel<false>;
   // Past 48 KiB of shared memory a kernel must ask, once on each device.
   ctx.memo({reinterpret_cast<const void*>(kernel), 0, 0, 0}, [&] {

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <map>
+#include <string_view>
+#include <tuple>
 
 #include "backend/gpu/attention/attention.h"
 #include "backend/gpu/attention/image_attention.h"
@@ -14,6 +17,7 @@
 #include "backend/gpu/gemm/gemm_kernels.h"
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/runtime/device_buffer.h"
+#include "backend/gpu/runtime/event_timer.h"
 #include "util/caching_allocator.h"
 #include "util/error.h"
 
@@ -33,6 +37,18 @@ std::shared_ptr<CachingAllocator> make_activation_memory(const DeviceContext& ct
       },
       [](void* p) { DeviceMemory::release(p); },
       [&ctx] { ctx.synchronize(); }});
+}
+
+// Which of cuDNN and the implicit GEMM convolves 16-bit weights in position-major order: whichever
+// ran the shape faster the first time it came (as PyTorch's cudnn.benchmark chooses algorithms), or
+// one of them throughout by ROCMFORGE_CUDNN=0 (the implicit GEMM) or 1 (cuDNN), there to compare.
+enum class ConvChoice { measured, implicit_gemm, cudnn };
+ConvChoice conv_choice() {
+  const char* setting = std::getenv("ROCMFORGE_CUDNN");
+  if (setting == nullptr) return ConvChoice::measured;
+  if (std::string_view(setting) == "0") return ConvChoice::implicit_gemm;
+  if (std::string_view(setting) == "1") return ConvChoice::cudnn;
+  fail("ROCMFORGE_CUDNN is \"{}\"; set it to 0 (the implicit GEMM) or 1 (cuDNN), or leave it unset", setting);
 }
 
 std::size_t planes(const Tensor& x) { return static_cast<std::size_t>(x.dim(0)) * x.dim(1); }
@@ -68,7 +84,8 @@ class GpuImageBackend final : public ImageBackend {
   ConvWeights conv_weights(const TensorView& view, const float* bias, int in_channels, int kernel,
                            bool fp16_overflows) override {
     const DType type = product_type(view.dtype, fp16_overflows);
-    if (type == DType::F32 || !conv2d_mma_available(ctx_) || !conv2d_mma_order_suits(in_channels, kernel, type)) {
+    const bool position_major_suits = cudnn_ || conv2d_mma_available(ctx_);
+    if (type == DType::F32 || !position_major_suits || !conv2d_mma_order_suits(in_channels, kernel, type)) {
       return ImageBackend::conv_weights(view, bias, in_channels, kernel, fp16_overflows);
     }
     const std::size_t cols = static_cast<std::size_t>(in_channels) * kernel * kernel, rows = view.elements() / cols;
@@ -111,8 +128,7 @@ class GpuImageBackend final : public ImageBackend {
     const ConvShape shape{x.dim(0), x.dim(1), x.dim(2), x.dim(3), static_cast<int>(w.w.rows), w.kernel, stride, padding};
     Tensor y = make({shape.batch, shape.out_channels, shape.out_height(), shape.out_width()});
     if (w.position_major) {
-      const Tensor workspace = scratch(conv2d_mma_workspace_bytes(shape, ctx_));
-      launch_conv2d_mma(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
+      convolve_position_major(shape, x.data(), w, y.data());
     } else {
       const Tensor workspace = scratch(conv2d_patches_workspace_bytes(shape));
       launch_conv2d_by_patches(shape, x.data(), w.w, w.bias, y.data(), workspace.data(), ctx_);
@@ -314,6 +330,26 @@ class GpuImageBackend final : public ImageBackend {
     auto* p = static_cast<float*>(memory_->allocate(Tensor::count(dims) * sizeof(float)));
     return {std::shared_ptr<float>(p, [memory = memory_](float* q) { memory->free(q); }), std::move(dims)};
   }
+  void convolve_position_major(const ConvShape& s, const float* x, const ConvWeights& w, float* y) {
+    const auto on_cudnn = [&] {
+      const Tensor workspace = scratch(cudnn_->workspace_bytes(s, w.w.dtype));
+      cudnn_->run(s, x, w.w, w.bias, y, workspace.data());
+    };
+    const auto on_implicit_gemm = [&] {
+      const Tensor workspace = scratch(conv2d_mma_workspace_bytes(s, ctx_));
+      launch_conv2d_mma(s, x, w.w, w.bias, y, workspace.data(), ctx_);
+    };
+    if (!cudnn_) return on_implicit_gemm();
+    if (conv_choice_ == ConvChoice::cudnn || !conv2d_mma_available(ctx_)) return on_cudnn();
+    const auto key =
+        std::tuple(s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding, w.w.dtype);
+    auto [choice, fresh] = cudnn_faster_.try_emplace(key, false);
+    if (fresh) choice->second = median_ms(ctx_, 3, 3, on_cudnn) < median_ms(ctx_, 3, 3, on_implicit_gemm);
+    // After the timing, y holds the other path's output: each shape's output comes from its choice.
+    if (choice->second) return on_cudnn();
+    on_implicit_gemm();
+  }
+
   // At least `bytes` of device scratch, for as long as the returned tensor lives.
   Tensor scratch(std::size_t bytes) { return make({static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))}); }
 
@@ -321,6 +357,10 @@ class GpuImageBackend final : public ImageBackend {
   const DeviceContext& ctx_;
   ProductInputs products_;
   std::shared_ptr<CachingAllocator> memory_ = make_activation_memory(ctx_);
+  ConvChoice conv_choice_ = conv_choice();
+  std::unique_ptr<CudnnConvolutions> cudnn_ =
+      conv_choice_ == ConvChoice::implicit_gemm ? nullptr : CudnnConvolutions::create(ctx_);
+  std::map<std::tuple<int, int, int, int, int, int, int, int, DType>, bool> cudnn_faster_;  // by shape and type
   std::deque<DeviceBuffer<std::uint8_t>> weights_;
   std::deque<DeviceBuffer<float>> vectors_;
 };

@@ -1,9 +1,7 @@
 #include "backend/gpu/probe/probe.h"
 
-#include <algorithm>
-#include <vector>
-
 #include "backend/gpu/runtime/device_buffer.h"
+#include "backend/gpu/runtime/event_timer.h"
 #include "backend/gpu/probe/probe_kernels.h"
 
 namespace rf::gpu {
@@ -12,31 +10,10 @@ namespace {
 
 constexpr int kRuns = 10;
 
-// Seconds `work` takes on ctx's stream: the median of kRuns, after one run to warm up.
+// Seconds `work` takes on ctx's stream: the median of kRuns.
 template <class Work>
 double median_seconds(const DeviceContext& ctx, Work work) {
-  gpuEvent_t start, stop;
-  RF_GPU_CHECK(gpuEventCreate(&start));
-  RF_GPU_CHECK(gpuEventCreate(&stop));
-  std::vector<float> ms(kRuns);
-  try {
-    work();
-    for (auto& m : ms) {
-      RF_GPU_CHECK(gpuEventRecord(start, ctx.stream()));
-      work();
-      RF_GPU_CHECK(gpuEventRecord(stop, ctx.stream()));
-      RF_GPU_CHECK(gpuEventSynchronize(stop));
-      RF_GPU_CHECK(gpuEventElapsedTime(&m, start, stop));
-    }
-  } catch (...) {
-    (void)gpuEventDestroy(start);
-    (void)gpuEventDestroy(stop);
-    throw;
-  }
-  (void)gpuEventDestroy(start);
-  (void)gpuEventDestroy(stop);
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] / 1e3;
+  return median_ms(ctx, kRuns, 1, work) / 1e3;
 }
 
 }  // namespace

@@ -214,5 +214,10 @@ __device__ __forceinline__ unsigned short float_to_16bit(float v, bool bf16) {
   return bf16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
 }
 
+// The value of bf16's bits or else f16's.
+__device__ __forceinline__ float bits16_to_float(unsigned short bits, bool bf16) {
+  return bf16 ? __uint_as_float(static_cast<unsigned>(bits) << 16) : half_bits_to_float(bits);
+}
+
 }  // namespace rf::gpu
 #endif  // device half

@@ -17,7 +17,7 @@
 #include "backend/gpu/support/kernels.h"
 #include "backend/gpu/gemm/gemm_kernels.h"
 #include "backend/gpu/gpu_test.h"
-#include "backend/gpu/gpu_timer.h"
+#include "backend/gpu/runtime/event_timer.h"
 #include "util/half.h"
 
 namespace rf::gpu::test {

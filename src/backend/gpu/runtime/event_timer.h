@@ -1,17 +1,22 @@
 #pragma once
-// Timing for the GPU benchmarks: device events around queued work, medians over repeats.
+// Timing queued work by device events: for the probes, the benchmarks, and choices made by measuring
+// (which convolution path is faster for a shape).
 #include <algorithm>
 #include <vector>
 
 #include "backend/gpu/runtime/device_context.h"
+#include "backend/gpu/runtime/vendor.h"
 
-namespace rf::gpu::test {
+namespace rf::gpu {
 
 class EventTimer {
  public:
   EventTimer() {
     RF_GPU_CHECK(gpuEventCreate(&start_));
-    RF_GPU_CHECK(gpuEventCreate(&stop_));
+    if (const gpuError_t status = gpuEventCreate(&stop_); status != gpuSuccess) {
+      (void)gpuEventDestroy(start_);
+      RF_GPU_CHECK(status);
+    }
   }
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
@@ -20,6 +25,7 @@ class EventTimer {
     (void)gpuEventDestroy(stop_);
   }
   void start(const DeviceContext& ctx) { RF_GPU_CHECK(gpuEventRecord(start_, ctx.stream())); }
+  // Milliseconds since start(), waiting for the work queued between.
   float stop_ms(const DeviceContext& ctx) {
     RF_GPU_CHECK(gpuEventRecord(stop_, ctx.stream()));
     RF_GPU_CHECK(gpuEventSynchronize(stop_));
@@ -29,7 +35,7 @@ class EventTimer {
   }
 
  private:
-  gpuEvent_t start_, stop_;
+  gpuEvent_t start_{}, stop_{};
 };
 
 inline float median(std::vector<float> v) {
@@ -38,7 +44,8 @@ inline float median(std::vector<float> v) {
 }
 
 // Median milliseconds of one launch(): after 2 warm-up calls, `batches` batches of `per_batch` calls
-// back to back between two events (so launch latency hides behind the previous call).
+// back to back between two events, so that the host's launching hides behind the previous call, as
+// it does in a stream of queued work.
 template <class Launch>
 float median_ms(const DeviceContext& ctx, int batches, int per_batch, Launch launch) {
   EventTimer timer;
@@ -52,4 +59,4 @@ float median_ms(const DeviceContext& ctx, int batches, int per_batch, Launch lau
   return median(ms);
 }
 
-}  // namespace rf::gpu::test
+}  // namespace rf::gpu
