@@ -5,6 +5,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "backend/gpu/conv/conv.h"
 #include "backend/gpu/runtime/launch_check.h"
@@ -47,6 +48,13 @@ struct Plan {
 // The most scratch an algorithm may ask for: past it the memory costs more than the time it saves.
 constexpr std::size_t kMaxAlgorithmBytes = std::size_t{256} << 20;
 
+// x's pixel-major copy goes into y's memory where it fits (cuDNN has read it before the last pass
+// writes y there), so that most convolutions need no room of their own for it.
+bool copy_fits_in_output(const ConvShape& s) {
+  const std::size_t copy = static_cast<std::size_t>(s.batch) * s.in_channels * s.height * s.width * sizeof(std::uint16_t);
+  return copy <= static_cast<std::size_t>(s.batch) * s.out_channels * s.out_height() * s.out_width() * sizeof(float);
+}
+
 class Convolutions final : public CudnnConvolutions {
  public:
   explicit Convolutions(const DeviceContext& ctx) : ctx_(ctx) {
@@ -63,8 +71,8 @@ class Convolutions final : public CudnnConvolutions {
 
   std::size_t workspace_bytes(const ConvShape& s, DType weights) override {
     const Plan& plan = plan_for(s, weights);
-    return pixel_major_bytes(s.batch, s.in_channels, s.height * s.width) +
-           pixel_major_bytes(s.batch, s.out_channels, s.out_height() * s.out_width()) + plan.algorithm_bytes;
+    const std::size_t copy = copy_fits_in_output(s) ? 0 : pixel_major_bytes(s.batch, s.in_channels, s.height * s.width);
+    return copy + pixel_major_bytes(s.batch, s.out_channels, s.out_height() * s.out_width()) + plan.algorithm_bytes;
   }
 
   void run(const ConvShape& s, const float* x, const WeightMatrix& w, const float* bias, float* y,
@@ -74,10 +82,12 @@ class Convolutions final : public CudnnConvolutions {
             "needs f16 or bf16 weights in conv2d_mma_order");
     const Plan& plan = plan_for(s, w.dtype);
     const int out_pixels = s.out_height() * s.out_width();
-    auto* x16 = static_cast<std::uint16_t*>(workspace);
-    auto* y16 = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(x16) +
-                                                 pixel_major_bytes(s.batch, s.in_channels, s.height * s.width));
-    void* scratch = reinterpret_cast<std::uint8_t*>(y16) + pixel_major_bytes(s.batch, s.out_channels, out_pixels);
+    auto* next = static_cast<std::uint8_t*>(workspace);
+    const auto take = [&next](std::size_t bytes) { return reinterpret_cast<std::uint16_t*>(std::exchange(next, next + bytes)); };
+    auto* x16 = copy_fits_in_output(s) ? reinterpret_cast<std::uint16_t*>(y)
+                                       : take(pixel_major_bytes(s.batch, s.in_channels, s.height * s.width));
+    auto* y16 = take(pixel_major_bytes(s.batch, s.out_channels, out_pixels));
+    void* scratch = next;
     launch_to_pixel_major(x, s.batch, s.in_channels, s.height * s.width, w.dtype, x16, ctx_);
     const float one = 1.0f, zero = 0.0f;
     check(cudnnConvolutionForward(handle_, &one, plan.x.get(), x16, plan.w.get(), w.data, plan.conv.get(),
