@@ -305,19 +305,23 @@ Images Pipeline::generate(const GenerationOptions& options, std::span<const floa
 Images Pipeline::decode(std::span<const float> latents, int batch, int height, int width,
                         const std::optional<VaeTiling>& tiling) const {
   const VaeConfig& vae = config_.vae;
-  std::vector<float> scaled(latents.begin(), latents.end());
-  for (float& v : scaled) v = v / vae.scaling_factor + vae.shift_factor;
-  const Tensor z = backend_.upload(scaled, {batch, vae.latent_channels, height, width});
-  const std::vector<float> image = backend_.download(tiling ? vae_.decode(z, *tiling) : vae_.decode(z));
   Images out{batch, width * vae.downscale(), height * vae.downscale(), {}};
   const std::size_t plane = static_cast<std::size_t>(out.width) * out.height;
+  const std::size_t latent_size = static_cast<std::size_t>(vae.latent_channels) * height * width;
   out.pixels.resize(static_cast<std::size_t>(batch) * plane * 3);
-  for (int n = 0; n < batch; ++n)
+  // One image at a time, as A1111 decodes a batch: the VAE's activations at full resolution are the
+  // largest of the whole pipeline, and a batch of them would multiply the peak memory by its size.
+  for (int n = 0; n < batch; ++n) {
+    std::vector<float> scaled(latents.begin() + n * latent_size, latents.begin() + (n + 1) * latent_size);
+    for (float& v : scaled) v = v / vae.scaling_factor + vae.shift_factor;
+    const Tensor z = backend_.upload(scaled, {1, vae.latent_channels, height, width});
+    const std::vector<float> image = backend_.download(tiling ? vae_.decode(z, *tiling) : vae_.decode(z));
     for (std::size_t p = 0; p < plane; ++p)
       for (int c = 0; c < 3; ++c) {
-        const float v = image[(static_cast<std::size_t>(n) * 3 + c) * plane + p] * 0.5f + 0.5f;
+        const float v = image[c * plane + p] * 0.5f + 0.5f;
         out.pixels[(n * plane + p) * 3 + c] = std::clamp(v, 0.0f, 1.0f);
       }
+  }
   return out;
 }
 

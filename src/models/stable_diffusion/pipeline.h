@@ -88,7 +88,8 @@ class Pipeline {
                   const Progress& progress = {}) const;
 
   TextConditioning encode_prompt(const std::string& prompt) const;
-  // latents / scaling factor through the VAE (tiled where `tiling` says), as images in [0, 1].
+  // latents / scaling factor through the VAE one image at a time (tiled where `tiling` says), as
+  // images in [0, 1].
   Images decode(std::span<const float> latents, int batch, int height, int width,
                 const std::optional<VaeTiling>& tiling = std::nullopt) const;
   const PipelineConfig& config() const { return config_; }
