@@ -35,7 +35,7 @@ void launch_conv2d_mma(const ConvShape& shape, const float* x, const WeightMatri
 // f16 or bf16 products summed in fp32, on W in conv2d_mma_order: x goes pixel-major in W's type (in
 // y's memory where it fits), cuDNN writes y pixel-major in that type, and a last pass adds the bias
 // into NCHW fp32 (so y is rounded to W's type once, as a 16-bit network's activations are). The
-// algorithm is the fastest by cuDNN's own timing, once a shape (PyTorch's cudnn.benchmark).
+// algorithm is cuDNN's heuristic choice for the shape (PyTorch's default), made once a shape.
 // workspace holds workspace_bytes(); y must be the whole output, not a view into a larger buffer.
 class CudnnConvolutions {
  public:
