@@ -1,5 +1,7 @@
 #include "backend/gpu/image/image_backend.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +51,19 @@ ConvChoice conv_choice() {
   if (std::string_view(setting) == "0") return ConvChoice::implicit_gemm;
   if (std::string_view(setting) == "1") return ConvChoice::cudnn;
   fail("ROCMFORGE_CUDNN is \"{}\"; set it to 0 (the implicit GEMM) or 1 (cuDNN), or leave it unset", setting);
+}
+
+// cuDNN where the build has it and the choice allows; where it cannot start (a broken or mismatched
+// install), the implicit GEMM serves, with a notice, unless ROCMFORGE_CUDNN=1 asked for cuDNN.
+std::unique_ptr<CudnnConvolutions> start_cudnn(ConvChoice choice, const DeviceContext& ctx) {
+  if (choice == ConvChoice::implicit_gemm) return nullptr;
+  try {
+    return CudnnConvolutions::create(ctx);
+  } catch (const Error& e) {
+    if (choice == ConvChoice::cudnn) throw;
+    fmt::print(stderr, "rocmforge: cuDNN could not start ({}); convolutions run on the implicit GEMM\n", e.what());
+    return nullptr;
+  }
 }
 
 std::size_t planes(const Tensor& x) { return static_cast<std::size_t>(x.dim(0)) * x.dim(1); }
@@ -344,7 +359,14 @@ class GpuImageBackend final : public ImageBackend {
     const auto key =
         std::tuple(s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding, w.w.dtype);
     auto [choice, fresh] = cudnn_faster_.try_emplace(key, false);
-    if (fresh) choice->second = median_ms(ctx_, 3, 3, on_cudnn) < median_ms(ctx_, 3, 3, on_implicit_gemm);
+    if (fresh) {
+      try {
+        choice->second = median_ms(ctx_, 3, 3, on_cudnn) < median_ms(ctx_, 3, 3, on_implicit_gemm);
+      } catch (const Error& e) {  // a shape this cuDNN cannot run: the implicit GEMM can
+        fmt::print(stderr, "rocmforge: {}; this convolution runs on the implicit GEMM\n", e.what());
+        choice->second = false;
+      }
+    }
     // After the timing, y holds the other path's output: each shape's output comes from its choice.
     if (choice->second) return on_cudnn();
     on_implicit_gemm();
@@ -358,8 +380,7 @@ class GpuImageBackend final : public ImageBackend {
   ProductInputs products_;
   std::shared_ptr<CachingAllocator> memory_ = make_activation_memory(ctx_);
   ConvChoice conv_choice_ = conv_choice();
-  std::unique_ptr<CudnnConvolutions> cudnn_ =
-      conv_choice_ == ConvChoice::implicit_gemm ? nullptr : CudnnConvolutions::create(ctx_);
+  std::unique_ptr<CudnnConvolutions> cudnn_ = start_cudnn(conv_choice_, ctx_);
   std::map<std::tuple<int, int, int, int, int, int, int, int, DType>, bool> cudnn_faster_;  // by shape and type
   std::deque<DeviceBuffer<std::uint8_t>> weights_;
   std::deque<DeviceBuffer<float>> vectors_;
