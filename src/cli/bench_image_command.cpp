@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "engine/backend_select.h"
+#include "models/stable_diffusion/memory_estimate.h"
 #include "models/stable_diffusion/pipeline.h"
 #include "models/stable_diffusion/synthetic.h"
 #include "util/thread_pool.h"
@@ -55,11 +56,12 @@ void run(const BenchImageFlags& f) {
   sd::make_synthetic_weights(weights, sd::published_config(f.synthetic), pool, 42);
   const ClipTokenizer tokenizer = ClipTokenizer::from_folder(ROCMFORGE_CLIP_VOCAB);
   const std::unique_ptr<ImageBackend> backend = make_image_backend(f.device, pool);
-  const sd::Pipeline pipeline({weights.config, weights.unet, weights.vae, weights.text_encoder,
-                               weights.text_encoder_2 ? &*weights.text_encoder_2 : nullptr, tokenizer},
-                              *backend);
-  fmt::print("| model | size | batch | steps | UNet it/s (CFG) | s/image | device GiB | first run s |\n"
-             "|---|---|---|---|---|---|---|---|\n");
+  const sd::PipelineParts parts{weights.config, weights.unet, weights.vae, weights.text_encoder,
+                                weights.text_encoder_2 ? &*weights.text_encoder_2 : nullptr, tokenizer};
+  const sd::Pipeline pipeline(parts, *backend);
+  // "dry-run GiB": info's estimate (models/stable_diffusion/memory_estimate.h), beside the measured.
+  fmt::print("| model | size | batch | steps | UNet it/s (CFG) | s/image | device GiB | dry-run GiB | first run s |\n"
+             "|---|---|---|---|---|---|---|---|---|\n");
   for (const int batch : f.batches) {
     sd::GenerationOptions o;
     o.prompt = "a photograph of an astronaut riding a horse on the moon";
@@ -79,9 +81,10 @@ void run(const BenchImageFlags& f) {
       totals.push_back(t.seconds);
       steps.push_back(t.step_seconds);
     }
-    fmt::print("| {} | {}x{} | {} | {} | {:.2f} | {:.3f} | {:.2f} | {:.2f} |\n", f.synthetic, o.width, o.height, batch,
-               f.steps, 1.0 / median(steps), median(totals) / batch, backend->device_bytes() / double(1u << 30),
-               first.seconds);
+    const double gib = 1u << 30;
+    fmt::print("| {} | {}x{} | {} | {} | {:.2f} | {:.3f} | {:.2f} | {:.2f} | {:.2f} |\n", f.synthetic, o.width, o.height,
+               batch, f.steps, 1.0 / median(steps), median(totals) / batch, backend->device_bytes() / gib,
+               sd::estimate_memory(parts, o).total() / gib, first.seconds);
   }
 }
 

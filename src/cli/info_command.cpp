@@ -7,6 +7,7 @@
 #include "engine/model_runner.h"
 #include "model/checkpoint.h"
 #include "models/stable_diffusion/checkpoint.h"
+#include "models/stable_diffusion/memory_estimate.h"
 #include "util/error.h"
 
 namespace rf::cli {
@@ -17,6 +18,7 @@ struct InfoFlags {
   std::string model;
   int ctx_size = 0;
   bool tensors = false;
+  int width = 0, height = 0, batch = 0;  // Stable Diffusion's memory estimate; 0: native size, one image
 };
 
 std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
@@ -78,16 +80,29 @@ void print_stable_diffusion(const InfoFlags& f) {
                fmt::join(types, ", "), part.source);
     total += part.bytes;
   }
-  fmt::print("memory: weights {} as stored ({})\n", gib(total), c.vae.force_upcast ? "the GPU keeps the VAE's as f32"
-                                                                                   : "the GPU keeps them so");
+  fmt::print("memory: weights {} as stored\n", gib(total));
+  sd::GenerationOptions o;
+  o.width = f.width;
+  o.height = f.height;
+  o.batch = std::max(f.batch, 1);
+  const sd::MemoryEstimate m = sd::estimate_memory(
+      {c, ckpt.unet(), ckpt.vae(), ckpt.text_encoder(), ckpt.text_encoder_2(), ckpt.tokenizer()}, o);
+  fmt::print("GPU memory at {}x{}, batch {}: at least {} (weights {}, fp32 activations {}: the most alive at once in a "
+             "dry run); the kernels' scratch comes on top (docs/perf.md: measured 1.2x to 1.5x this)\n",
+             f.width > 0 ? f.width : native, f.height > 0 ? f.height : native, o.batch, gib(m.total()), gib(m.weights),
+             gib(m.activations));
   if (s.unused_tensors) fmt::print("unused tensors: {} (EMA copies, position ids, ...)\n", s.unused_tensors);
 }
 
 void print_model(const InfoFlags& f) {
   if (rf::stable_diffusion::is_stable_diffusion(f.model)) {
     if (f.tensors) fail("--tensors lists a language model's tensors; for Stable Diffusion checkpoints it is not there yet");
+    if (f.ctx_size > 0) fail("--ctx-size sizes a language model's KV cache; a Stable Diffusion checkpoint has none");
     print_stable_diffusion(f);
     return;
+  }
+  if (f.width > 0 || f.height > 0 || f.batch > 0) {
+    fail("-W, -H and --batch size a Stable Diffusion checkpoint's memory estimate; {} is a language model", f.model);
   }
   const Checkpoint ckpt = Checkpoint::load(f.model);
   const ModelConfig& c = ckpt.config();
@@ -123,6 +138,15 @@ void add_info_command(CLI::App& app) {
                                 "A model folder or .gguf file, or a Stable Diffusion folder or single .safetensors");
   cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes")
+      ->needs(model);
+  cmd->add_option("-W,--width", flags->width, "Stable Diffusion: image width for the memory estimate (default: native)")
+      ->check(CLI::PositiveNumber)
+      ->needs(model);
+  cmd->add_option("-H,--height", flags->height, "Stable Diffusion: image height for the memory estimate (default: native)")
+      ->check(CLI::PositiveNumber)
+      ->needs(model);
+  cmd->add_option("-b,--batch", flags->batch, "Stable Diffusion: images a run for the memory estimate (default: 1)")
+      ->check(CLI::PositiveNumber)
       ->needs(model);
   cmd->callback([flags] {
     print_backends();
