@@ -177,6 +177,16 @@ TEST(ImageCommand, InfoDescribesAStableDiffusionCheckpoint) {
     EXPECT_NE(r.output.find("text_encoder_2"), std::string::npos) << r.output;
   }
   EXPECT_NE(run("info -m " + kSd + "sd15_inpaint/diffusers").output.find("9 input channels (inpainting)"), std::string::npos);
+  // The memory estimate (its figures: tests/models/stable_diffusion/memory_estimate_test.cpp) at the
+  // native size and at one asked for; options that size nothing of this model are refused.
+  EXPECT_NE(run("info -m " + kSd + "sd15/diffusers").output.find("GPU memory at 64x64, batch 1: at least"),
+            std::string::npos);
+  EXPECT_NE(run("info -m " + kSd + "sd15/diffusers -W 128 -H 96 --batch 2").output.find("at 128x96, batch 2: at least"),
+            std::string::npos);
+  expect_clean_failure("info -m " + kSd + "sd15/diffusers -W 60", "width 60 is not a positive multiple of 8");
+  expect_clean_failure("info -m " + kSd + "sd15/diffusers --ctx-size 64", "--ctx-size sizes a language model's");
+  expect_clean_failure("info -m " + kModels + "llama3/model.gguf -W 64",
+                       "-W, -H and --batch size a Stable Diffusion checkpoint's memory estimate");
 }
 
 TEST(ImageCommand, BadInputFailsCleanly) {
