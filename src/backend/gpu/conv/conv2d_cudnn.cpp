@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -83,7 +84,9 @@ class Convolutions final : public CudnnConvolutions {
     const Plan& plan = plan_for(s, w.dtype);
     const int out_pixels = s.out_height() * s.out_width();
     auto* next = static_cast<std::uint8_t*>(workspace);
-    const auto take = [&next](std::size_t bytes) { return reinterpret_cast<std::uint16_t*>(std::exchange(next, next + bytes)); };
+    const auto take = [&next](std::size_t bytes) {
+      return reinterpret_cast<std::uint16_t*>(std::exchange(next, next + bytes));
+    };
     auto* x16 = copy_fits_in_output(s) ? reinterpret_cast<std::uint16_t*>(y)
                                        : take(pixel_major_bytes(s.batch, s.in_channels, s.height * s.width));
     auto* y16 = take(pixel_major_bytes(s.batch, s.out_channels, out_pixels));
@@ -101,8 +104,9 @@ class Convolutions final : public CudnnConvolutions {
 
   const Plan& plan_for(const ConvShape& s, DType weights) {
     const Key key{s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel, s.stride, s.padding, weights};
-    if (const auto found = plans_.find(key); found != plans_.end()) return found->second;
-    Plan& plan = plans_[key];
+    if (const auto found = plans_.find(key); found != plans_.end()) return *found->second;
+    auto made = std::make_unique<Plan>();  // kept only once whole: a failed shape is not left half set up
+    Plan& plan = *made;
     const cudnnDataType_t type = weights == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     check(cudnnSetTensor4dDescriptor(plan.x.get(), CUDNN_TENSOR_NHWC, type, s.batch, s.in_channels, s.height, s.width),
           "cudnnSetTensor4dDescriptor");
@@ -118,7 +122,7 @@ class Convolutions final : public CudnnConvolutions {
           "cudnnSetConvolution2dDescriptor");
     check(cudnnSetConvolutionMathType(plan.conv.get(), CUDNN_TENSOR_OP_MATH), "cudnnSetConvolutionMathType");
     choose_algorithm(plan);
-    return plan;
+    return *plans_.emplace(key, std::move(made)).first->second;
   }
 
   // cuDNN's heuristic choice, the first that fits kMaxAlgorithmBytes. Its own timing
@@ -142,7 +146,7 @@ class Convolutions final : public CudnnConvolutions {
 
   const DeviceContext& ctx_;
   cudnnHandle_t handle_ = nullptr;
-  std::map<Key, Plan> plans_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace
