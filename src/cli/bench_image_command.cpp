@@ -41,8 +41,8 @@ Timing time_one(const sd::Pipeline& pipeline, const sd::GenerationOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   Clock::time_point first_step, last_step;
-  pipeline.generate(o, [&](int step, int) {
-    (step == 1 ? first_step : last_step) = Clock::now();
+  pipeline.generate(o, [&](const sd::StepState& state) {
+    (state.step == 1 ? first_step : last_step) = Clock::now();
     return true;
   });
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };

@@ -83,7 +83,8 @@ sd::InitImage read_init(const ImageFlags& f) {
 // A line on stderr redrawn each step: the bar, the step count and the steps per second.
 sd::Progress progress_bar() {
   const auto start = std::chrono::steady_clock::now();
-  return [start](int step, int steps) {
+  return [start](const sd::StepState& state) {
+    const int step = state.step, steps = state.steps;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int filled = step * 30 / steps;
     fmt::print(stderr, "\r[{}{}] {}/{} steps, {:.2f} it/s", std::string(filled, '#'), std::string(30 - filled, ' '), step,

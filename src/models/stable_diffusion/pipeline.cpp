@@ -1,6 +1,7 @@
 #include "models/stable_diffusion/pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "models/stable_diffusion/prompt_weights.h"
@@ -41,6 +42,15 @@ std::vector<float> repeat(std::span<const float> rows, int times) {
   return out;
 }
 
+// One image's RGB rows (triples in [0, 1]) as the VAE takes images: NCHW in [-1, 1].
+std::vector<float> vae_input(std::span<const float> rgb) {
+  const std::size_t pixels = rgb.size() / 3;
+  std::vector<float> image(rgb.size());
+  for (std::size_t p = 0; p < pixels; ++p)
+    for (int ch = 0; ch < 3; ++ch) image[ch * pixels + p] = 2 * rgb[p * 3 + ch] - 1;
+  return image;
+}
+
 }  // namespace
 
 int steps_run(const GenerationOptions& o) {
@@ -54,7 +64,8 @@ Pipeline::Pipeline(const PipelineParts& parts, ImageBackend& backend)
       tokenizer_(parts.tokenizer),
       text_encoder_(parts.text_encoder, parts.config.text_encoder, backend),
       unet_(parts.unet, parts.config.unet, backend),
-      vae_(parts.vae, parts.config.vae, backend) {
+      vae_(parts.vae, parts.config.vae, backend),
+      log_sigmas_(log_sigma_table(training_sigmas(alphas_cumprod(parts.config.scheduler)))) {
   if (config_.text_encoder_2) {
     if (!parts.text_encoder_2) fail("this pipeline needs its second text encoder");
     text_encoder_2_.emplace(*parts.text_encoder_2, *config_.text_encoder_2, backend);
@@ -151,16 +162,24 @@ std::vector<float> Pipeline::encode_image(std::span<const float> nchw, int heigh
   return mean;
 }
 
+std::vector<float> Pipeline::encode(const Images& image) const {
+  const int factor = config_.vae.downscale();
+  if (image.batch != 1 || image.pixels.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
+    fail("the VAE encodes one RGB image at a time");
+  }
+  if (image.width % factor || image.height % factor) {
+    fail("a {}x{} image cannot be encoded: its sides must be multiples of {}", image.width, image.height, factor);
+  }
+  return encode_image(vae_input(image.pixels), image.height, image.width, std::nullopt);
+}
+
 Pipeline::ImageConditioning Pipeline::condition_on(const GenerationOptions& o) const {
   ImageConditioning c;
   if (!o.init) return c;
   const InitImage& init = *o.init;
   const int height = o.height, width = o.width, factor = config_.vae.downscale();
   const std::size_t pixels = static_cast<std::size_t>(width) * height;
-  // NCHW in [-1, 1], as the VAE takes images.
-  std::vector<float> image(3 * pixels);
-  for (std::size_t p = 0; p < pixels; ++p)
-    for (int ch = 0; ch < 3; ++ch) image[ch * pixels + p] = 2 * init.image.pixels[p * 3 + ch] - 1;
+  std::vector<float> image = vae_input(init.image.pixels);
   const bool inpainting_unet = config_.unet.in_channels != config_.vae.latent_channels;
   // The image's own latents start image to image, and keep the unmasked part with other UNets.
   if (init.strength < 1 || !inpainting_unet) {
@@ -228,18 +247,20 @@ void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const Generat
     }
     return all;
   };
+  std::vector<float> denoised(latents.size());
   const Model model = [&](std::span<const float> input, double timestep, std::span<float> output) {
     const std::vector<float> one = unet_input(input);
     const Tensor x = b.upload(negative ? repeat(one, 2) : one, {rows, config_.unet.in_channels, h, w});
     const std::vector<float> prediction = b.download(unet_.forward(x, static_cast<float>(timestep), cond));
     if (!negative) {
       std::ranges::copy(prediction, output.begin());
-      return;
+    } else {
+      const std::size_t half = prediction.size() / 2;
+      for (std::size_t i = 0; i < half; ++i) {
+        output[i] = prediction[i] + static_cast<float>(o.guidance) * (prediction[half + i] - prediction[i]);
+      }
     }
-    const std::size_t half = prediction.size() / 2;
-    for (std::size_t i = 0; i < half; ++i) {
-      output[i] = prediction[i] + static_cast<float>(o.guidance) * (prediction[half + i] - prediction[i]);
-    }
+    if (progress) estimate_denoised(input, timestep, output, denoised);
   };
   // Other UNets inpaint by putting the kept part back after each step, noised to the next level.
   const bool keep_unmasked = !image.latent_mask.empty() && image.unet_extra.empty();
@@ -253,7 +274,18 @@ void Pipeline::denoise(Sampler& sampler, std::span<float> latents, const Generat
         latents[k] = (1 - m) * kept[k] + m * latents[k];
       }
     }
-    if (progress && !progress(i + 1, sampler.steps())) fail("generation cancelled");
+    const StepState state{i + 1, sampler.steps(), denoised, o.batch, config_.vae.latent_channels, h, w};
+    if (progress && !progress(state)) fail("generation cancelled");
+  }
+}
+
+void Pipeline::estimate_denoised(std::span<const float> input, double timestep, std::span<const float> prediction,
+                                 std::span<float> denoised) const {
+  const double sigma = timestep_to_sigma(timestep, log_sigmas_);
+  const auto alpha = static_cast<float>(1 / std::sqrt(sigma * sigma + 1)), sigma_vp = static_cast<float>(sigma) * alpha;
+  const bool v = config_.scheduler.prediction == Prediction::v;
+  for (std::size_t i = 0; i < denoised.size(); ++i) {
+    denoised[i] = v ? alpha * input[i] - sigma_vp * prediction[i] : (input[i] - sigma_vp * prediction[i]) / alpha;
   }
 }
 

@@ -72,8 +72,18 @@ struct TextConditioning {
 // The steps a run takes: all of them, or strength times as many with an init image.
 int steps_run(const GenerationOptions& options);
 
-// Called after each step with (steps done, steps in all); returning false stops the run.
-using Progress = std::function<bool(int step, int steps)>;
+// Where a run stands after a step.
+struct StepState {
+  int step = 0;   // steps done, from 1
+  int steps = 0;  // steps in all
+  // The UNet's latest estimate of the clean latents, [batch][channels][height][width] (the latents'
+  // size), scaled as the sampler holds them: what a preview shows.
+  std::span<const float> denoised;
+  int batch = 0, channels = 0, height = 0, width = 0;
+};
+
+// Called after each step; returning false stops the run (generate() then throws rf::Error).
+using Progress = std::function<bool(const StepState&)>;
 
 class Pipeline {
  public:
@@ -88,6 +98,8 @@ class Pipeline {
                   const Progress& progress = {}) const;
 
   TextConditioning encode_prompt(const std::string& prompt) const;
+  // One image's latents (its distribution's mean times the scaling factor), [1][c][h/8][w/8].
+  std::vector<float> encode(const Images& image) const;
   // latents / scaling factor through the VAE one image at a time (tiled where `tiling` says), as
   // images in [0, 1].
   Images decode(std::span<const float> latents, int batch, int height, int width,
@@ -114,6 +126,10 @@ class Pipeline {
                const TextConditioning& positive, const TextConditioning* negative, const ImageConditioning& image,
                std::span<const float> noise, NoiseSource& step_noise, const Progress& progress) const;
 
+  // x0 from the UNet's input (variance-preserving latents at `timestep`) and its guided prediction.
+  void estimate_denoised(std::span<const float> input, double timestep, std::span<const float> prediction,
+                         std::span<float> denoised) const;
+
   PipelineConfig config_;
   ImageBackend& backend_;
   const ClipTokenizer& tokenizer_;
@@ -121,6 +137,7 @@ class Pipeline {
   std::optional<ClipTextEncoder> text_encoder_2_;
   Unet unet_;
   Vae vae_;
+  std::vector<float> log_sigmas_;  // of the training timesteps, for estimate_denoised
 };
 
 }  // namespace rf::stable_diffusion

@@ -94,12 +94,7 @@ std::vector<double> respaced_sigmas(SigmaSchedule schedule, double sigma_max, do
 std::vector<double> sgm_uniform_sigmas(std::span<const float> log_sigmas, int steps) {
   std::vector<double> out;
   const auto top = static_cast<double>(log_sigmas.size() - 1);
-  for (int i = 0; i < steps; ++i) {
-    const double t = top - i * top / steps;
-    const auto low = static_cast<std::size_t>(std::floor(t)), high = static_cast<std::size_t>(std::ceil(t));
-    const double w = t - std::floor(t);
-    out.push_back(std::exp((1 - w) * log_sigmas[low] + w * log_sigmas[high]));
-  }
+  for (int i = 0; i < steps; ++i) out.push_back(timestep_to_sigma(top - i * top / steps, log_sigmas));
   return out;
 }
 
@@ -162,6 +157,10 @@ double sigma_to_timestep(double sigma, std::span<const float> log_sigmas) {
   const float lo = log_sigmas[low], hi = log_sigmas[low + 1];
   const double w = std::clamp((lo - log_sigma) / static_cast<double>(lo - hi), 0.0, 1.0);
   return (1 - w) * static_cast<double>(low) + w * static_cast<double>(low + 1);
+}
+
+double timestep_to_sigma(double timestep, std::span<const float> log_sigmas) {
+  return std::exp(interpolate(log_sigmas, timestep));
 }
 
 Schedule make_schedule(const SchedulerConfig& config, Grid grid, SigmaSchedule schedule, int steps) {

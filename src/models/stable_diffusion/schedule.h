@@ -69,6 +69,9 @@ std::vector<float> log_sigma_table(std::span<const float> sigmas);
 // DiscreteSchedule.sigma_to_t). Maps the schedules' sigmas, and samplers' sigmas between steps, to
 // the timesteps the UNet takes.
 double sigma_to_timestep(double sigma, std::span<const float> log_sigmas);
+// Its inverse: log sigma interpolated linearly between the integer timesteps around `timestep`
+// (k-diffusion's DiscreteSchedule.t_to_sigma), clamped to the table's ends.
+double timestep_to_sigma(double timestep, std::span<const float> log_sigmas);
 
 // `steps` inference steps of `grid`'s family under `sigmas`; fails on a combination diffusers has
 // no schedule for (DDIM and LCM take only their own sigmas).

@@ -47,9 +47,9 @@ TEST_F(ImageToImage, StrengthSetsTheStepsThatRun) {
   const Pipeline p = pipeline();
   for (const auto& [strength, expected] : {std::pair{0.5, 4}, std::pair{0.3, 2}, std::pair{1.0, 8}}) {
     int last = 0, total = 0;
-    p.generate(options({}, strength, 1), [&](int step, int steps) {
-      last = step;
-      total = steps;
+    p.generate(options({}, strength, 1), [&](const StepState& state) {
+      last = state.step;
+      total = state.steps;
       return true;
     });
     EXPECT_EQ(total, expected) << strength;
