@@ -1,16 +1,12 @@
 #pragma once
 // A generation request as the scheduler takes it, and the channel through which its text streams
 // back to the thread that submitted it while the engine thread produces it.
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/event_channel.h"
 #include "engine/generate.h"
 
 namespace rf {
@@ -47,20 +43,6 @@ struct StreamEvent {
   RequestUsage usage;                         // Finished
 };
 
-class RequestChannel {
- public:
-  void push(StreamEvent event);
-  // Everything pending, after waiting up to `timeout` for something to arrive.
-  std::vector<StreamEvent> take(std::chrono::milliseconds timeout);
-  // The reader has gone: the engine drops the request at its next step and frees its blocks.
-  void cancel() { cancelled_ = true; }
-  bool cancelled() const { return cancelled_; }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<StreamEvent> events_;
-  std::atomic<bool> cancelled_{false};
-};
+using RequestChannel = EventChannel<StreamEvent>;
 
 }  // namespace rf

@@ -38,12 +38,9 @@ Part make_part(std::string prefix, const TensorSet& tensors, const std::vector<P
   return part;
 }
 
-// scale * up @ down, as W's [out][in * kernel * kernel] values.
+// scale * up @ down, as W's [out][in * kernel * kernel] values (read_modules checked the shapes).
 std::vector<float> delta(const TensorView& up, const TensorView& down, double scale, const std::string& source) {
   const std::size_t rank = up.shape[1], out = up.shape[0], in = down.elements() / rank;
-  if (down.shape[0] != rank || up.elements() != out * rank) {
-    fail("{}: {} and {} do not multiply (ranks {} and {})", source, up.name, down.name, up.shape[1], down.shape[0]);
-  }
   const std::vector<float> u = to_f32(source, up), d = to_f32(source, down);
   std::vector<float> w(out * in, 0.0f);
   for (std::size_t o = 0; o < out; ++o)
@@ -54,10 +51,17 @@ std::vector<float> delta(const TensorView& up, const TensorView& down, double sc
   return w;
 }
 
-void add_lora(std::vector<Part>& parts, const LoraFile& use) {
-  const SafetensorsFile file(use.path);
-  const TensorSet tensors(file);
-  std::set<std::string> modules;
+// A module a LoRA file changes, found in the model and checked to fit it.
+struct Module {
+  Part* part;
+  std::string target;  // the canonical name of the matrix it changes
+  const TensorView* up;
+  const TensorView* down;
+  double scale;  // strength * alpha / rank
+};
+
+std::vector<Module> read_modules(std::vector<Part>& parts, const TensorSet& tensors, const LoraFile& use) {
+  std::set<std::string> names;
   for (const TensorView& t : tensors) {
     const std::size_t dot = t.name.find('.');
     const std::string what = dot == std::string::npos ? "" : t.name.substr(dot + 1);
@@ -65,35 +69,41 @@ void add_lora(std::vector<Part>& parts, const LoraFile& use) {
       fail("{}: tensor {} is not a LoRA's (lora_up/lora_down/alpha): LoCon, LoHa, LoKr and DoRA files are not "
            "supported", use.path, t.name);
     }
-    modules.insert(t.name.substr(0, dot));
+    names.insert(t.name.substr(0, dot));
   }
-  for (const std::string& module : modules) {
-    const auto part = std::ranges::find_if(parts, [&](const Part& p) { return module.starts_with(p.prefix); });
+  if (names.empty()) fail("{}: no LoRA modules in the file", use.path);
+  std::vector<Module> modules;
+  for (const std::string& name : names) {
+    const auto part = std::ranges::find_if(parts, [&](const Part& p) { return name.starts_with(p.prefix); });
     const auto found = part == parts.end() ? std::map<std::string, std::string>::const_iterator{}
-                                           : part->modules.find(module.substr(part->prefix.size()));
+                                           : part->modules.find(name.substr(part->prefix.size()));
     if (part == parts.end() || found == part->modules.end()) {
-      fail("{}: module {} is not in this model: a LoRA for another architecture?", use.path, module);
+      fail("{}: module {} is not in this model: a LoRA for another architecture?", use.path, name);
     }
-    const TensorView& up = tensors.at(module + ".lora_up.weight");
-    const TensorView& down = tensors.at(module + ".lora_down.weight");
-    const double rank = static_cast<double>(down.shape[0]);
-    const TensorView* alpha = tensors.find(module + ".alpha");
-    const double a = alpha ? to_f32(use.path, *alpha)[0] : rank;  // kohya: no alpha means alpha = rank
-    std::vector<float> d = delta(up, down, use.strength * a / rank, use.path);
+    const TensorView* up = tensors.find(name + ".lora_up.weight");
+    const TensorView* down = tensors.find(name + ".lora_down.weight");
+    if (!up || !down) fail("{}: module {} lacks its {}", use.path, name, up ? "lora_down.weight" : "lora_up.weight");
+    if (up->n_dims < 2 || down->n_dims < 2 || up->shape[1] != down->shape[0] || down->shape[0] == 0 ||
+        up->elements() != up->shape[0] * up->shape[1]) {
+      fail("{}: {} {} and {} {} do not multiply", use.path, up->name, up->shape_string(), down->name, down->shape_string());
+    }
     const TensorView& w = part->tensors->at(found->second);
-    if (d.size() != w.elements()) {
-      fail("{}: module {} changes {} values, {} has {}", use.path, module, d.size(), found->second, w.elements());
+    if (up->shape[0] * (down->elements() / down->shape[0]) != w.elements()) {
+      fail("{}: module {} changes {} x {} values, {} has {}", use.path, name, up->shape[0],
+           down->elements() / down->shape[0], found->second, w.elements());
     }
-    auto [it, fresh] = part->deltas.try_emplace(found->second, std::move(d));
-    if (!fresh) std::ranges::transform(it->second, d, it->second.begin(), std::plus<>());
+    const double rank = static_cast<double>(down->shape[0]);
+    const TensorView* alpha = tensors.find(name + ".alpha");
+    if (alpha && alpha->elements() != 1) fail("{}: {} has {} values, not one", use.path, alpha->name, alpha->elements());
+    const double a = alpha ? to_f32(use.path, *alpha)[0] : rank;  // kohya: no alpha means alpha = rank
+    modules.push_back({&*part, found->second, up, down, use.strength * a / rank});
   }
+  return modules;
 }
 
-}  // namespace
-
-LoraSet::LoraSet(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
-                 const TensorSet* text_encoder_2, const std::vector<LoraFile>& loras)
-    : unet_(unet.source()), text_encoder_(text_encoder.source()) {
+// The model's parts a LoRA may change, each with its kohya prefix.
+std::vector<Part> model_parts(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
+                              const TensorSet* text_encoder_2) {
   std::vector<Part> parts;
   parts.push_back(make_part("lora_unet_", unet, unet_parameters(config.unet)));
   const auto te = clip_parameters(config.text_encoder, ClipNaming::transformers);
@@ -103,6 +113,32 @@ LoraSet::LoraSet(const PipelineConfig& config, const TensorSet& unet, const Tens
   } else {
     parts.push_back(make_part("lora_te_", text_encoder, te));
   }
+  return parts;
+}
+
+void add_lora(std::vector<Part>& parts, const LoraFile& use) {
+  const SafetensorsFile file(use.path);
+  const TensorSet tensors(file);
+  for (const Module& m : read_modules(parts, tensors, use)) {
+    std::vector<float> d = delta(*m.up, *m.down, m.scale, use.path);
+    auto [it, fresh] = m.part->deltas.try_emplace(m.target, std::move(d));
+    if (!fresh) std::ranges::transform(it->second, d, it->second.begin(), std::plus<>());
+  }
+}
+
+}  // namespace
+
+void LoraSet::check(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
+                    const TensorSet* text_encoder_2, const LoraFile& lora) {
+  std::vector<Part> parts = model_parts(config, unet, text_encoder, text_encoder_2);
+  const SafetensorsFile file(lora.path);
+  read_modules(parts, TensorSet(file), lora);
+}
+
+LoraSet::LoraSet(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
+                 const TensorSet* text_encoder_2, const std::vector<LoraFile>& loras)
+    : unet_(unet.source()), text_encoder_(text_encoder.source()) {
+  std::vector<Part> parts = model_parts(config, unet, text_encoder, text_encoder_2);
   for (const LoraFile& use : loras) add_lora(parts, use);
 
   const auto overlay = [&](const Part& part, TensorSet& out) {

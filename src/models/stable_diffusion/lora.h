@@ -26,6 +26,10 @@ class LoraSet {
   LoraSet(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
           const TensorSet* text_encoder_2, const std::vector<LoraFile>& loras);
   ~LoraSet();
+  // Fails as the constructor would for `lora` (not a LoRA, a module the model lacks, a shape that
+  // does not fit) without merging anything: a cheap check before a job is queued.
+  static void check(const PipelineConfig& config, const TensorSet& unet, const TensorSet& text_encoder,
+                    const TensorSet* text_encoder_2, const LoraFile& lora);
 
   const TensorSet& unet() const { return unet_; }
   const TensorSet& text_encoder() const { return text_encoder_; }
