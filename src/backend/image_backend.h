@@ -92,6 +92,9 @@ class ImageBackend {
   // Device memory held: the weights and the most activations held at once (a GPU backend's pool
   // keeps what it allocated); 0 where the backend runs in host memory.
   virtual std::size_t device_bytes() const { return 0; }
+  // Gives back the device memory kept for reuse that no tensor holds (a server between jobs, so
+  // that another process on the device may have it); the weights stay.
+  virtual void release_unused_memory() {}
 
   virtual Tensor upload(std::span<const float> host, std::vector<int> dims) = 0;
   virtual std::vector<float> download(const Tensor& x) = 0;

@@ -43,14 +43,6 @@ std::string output_path(const std::string& output, int index, int batch) {
   return (p.parent_path() / fmt::format("{}-{}{}", p.stem().string(), index + 1, p.extension().string())).string();
 }
 
-Image to_rgb8(const sd::Images& images, int index) {
-  Image image{images.width, images.height, 3, {}};
-  const std::size_t n = static_cast<std::size_t>(images.width) * images.height * 3;
-  image.pixels.resize(n);
-  for (std::size_t i = 0; i < n; ++i) image.pixels[i] = static_cast<std::uint8_t>(images.pixels[index * n + i] * 255.0f + 0.5f);
-  return image;
-}
-
 // "FILE:STRENGTH" (the strength after the last ':', when it is a number) or "FILE" (strength 1).
 sd::LoraFile parse_lora(const std::string& value) {
   const std::size_t colon = value.rfind(':');
@@ -66,8 +58,7 @@ sd::LoraFile parse_lora(const std::string& value) {
 // The init image (and mask) as the pipeline takes them: RGB in [0, 1], the mask's gray in [0, 1].
 sd::InitImage read_init(const ImageFlags& f) {
   const Image rgb = read_image(f.init_image);
-  sd::InitImage init{{1, rgb.width, rgb.height, std::vector<float>(rgb.pixels.size())}, {}, f.strength};
-  std::ranges::transform(rgb.pixels, init.image.pixels.begin(), [](std::uint8_t v) { return v / 255.0f; });
+  sd::InitImage init{sd::from_rgb8(rgb), {}, f.strength};
   if (!f.mask.empty()) {
     const Image mask = read_mask(f.mask);
     if (mask.width != rgb.width || mask.height != rgb.height) {
@@ -140,26 +131,11 @@ void run(ImageFlags& f) {
              o.width, o.height, o.sampler.steps, f.sampler, o.seed);
   const sd::Images images = pipeline.generate(o, progress_bar());
 
-  sd::GenerationParameters p;
-  p.prompt = o.prompt;
-  p.negative_prompt = o.negative_prompt;
-  p.steps = o.sampler.steps;
-  p.sampler = o.sampler.kind;
-  p.schedule = o.sampler.sigmas;
-  p.cfg_scale = o.guidance;
-  p.width = o.width;
-  p.height = o.height;
-  p.model_name = std::filesystem::path(f.model).stem().string();
-  p.rng = o.rng;
-  if (o.init) p.denoising_strength = o.init->strength;
-  for (const sd::LoraFile& l : loras) p.loras.push_back({std::filesystem::path(l.path).stem().string(), l.strength, {}});
-  p.version = "rocmforge " ROCMFORGE_VERSION;
+  const std::string model_name = std::filesystem::path(f.model).stem().string();
   for (int i = 0; i < images.batch; ++i) {
-    // Each image's own seed, as A1111 writes it; a shared draw has no seed that remakes image i > 1
-    // alone, so its images all name the one that remakes the batch.
-    p.seed = o.batch_seeds == sd::BatchSeeds::per_image ? o.seed + i : o.seed;
+    const sd::GenerationParameters p = sd::run_parameters(o, i, model_name, loras);
     const std::string path = output_path(f.output, i, images.batch);
-    write_png(path, to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}});
+    write_png(path, sd::to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}});
     fmt::print(stderr, "wrote {} (seed {})\n", path, p.seed);
   }
 }

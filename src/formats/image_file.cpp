@@ -195,6 +195,7 @@ class PngState {
 struct PngContents {
   Image image;
   std::vector<PngText> texts;
+  std::optional<Image> alpha;  // one channel, where the PNG has alpha or tRNS
 };
 
 std::vector<PngText> png_texts(png_structp png, png_infop info) {
@@ -242,9 +243,11 @@ PngContents read_png(std::span<const std::uint8_t> data, std::string_view name) 
     png_read_image(png, rows.data());
     png_read_end(png, info);
   });
-  PngContents contents{rgb_image(width, height), png_texts(png, info)};
+  PngContents contents{rgb_image(width, height), png_texts(png, info), {}};
+  if (channels == 4) contents.alpha = Image{static_cast<int>(width), static_cast<int>(height), 1, {}};
   for (std::size_t i = 0, n = std::size_t{width} * height; i < n; ++i) {
     std::memcpy(&contents.image.pixels[i * 3], &decoded[i * channels], 3);
+    if (channels == 4) contents.alpha->pixels.push_back(decoded[i * channels + 3]);
   }
   return contents;
 }
@@ -425,6 +428,11 @@ Image decode_image(std::span<const std::uint8_t> data, std::string_view name) {
 }
 
 Image decode_mask(std::span<const std::uint8_t> data, std::string_view name) { return luma(decode_image(data, name)); }
+
+std::optional<Image> decode_alpha(std::span<const std::uint8_t> data, std::string_view name) {
+  if (detect_image_format(data, name) != ImageFormat::png) return std::nullopt;
+  return read_png(data, name).alpha;
+}
 
 Image read_image(const std::string& path) {
   const MappedFile file(path);

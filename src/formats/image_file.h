@@ -24,6 +24,7 @@
 // the path, or what the caller calls the data ("init image"). No memory for pixels is allocated
 // before the image's size has passed the limits.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,6 +60,9 @@ ImageFormat detect_image_format(std::span<const std::uint8_t> data, std::string_
 
 Image decode_image(std::span<const std::uint8_t> data, std::string_view name);  // RGB
 Image decode_mask(std::span<const std::uint8_t> data, std::string_view name);   // gray
+// A PNG's alpha channel (its tRNS transparency included) as one channel; nullopt for a PNG without
+// one, and for JPEG and WebP (read as opaque).
+std::optional<Image> decode_alpha(std::span<const std::uint8_t> data, std::string_view name);
 Image read_image(const std::string& path);
 Image read_mask(const std::string& path);
 

@@ -6,6 +6,8 @@ std::string sse_frame(const nlohmann::json& data) {
   return "data: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
+std::string sse_event(const std::string& name, const nlohmann::json& data) { return "event: " + name + "\n" + sse_frame(data); }
+
 namespace {
 struct StreamState {
   std::shared_ptr<const void> keep_alive;  // first: outlives the formatter

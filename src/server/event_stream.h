@@ -13,6 +13,8 @@
 namespace rf::server {
 
 std::string sse_frame(const nlohmann::json& data);
+// A frame with an event name: "event: NAME" before its data.
+std::string sse_event(const std::string& name, const nlohmann::json& data);
 inline const std::string kSseDone = "data: [DONE]\n\n";
 
 // Turns a request's events into frames; each method returns the frames to send (maybe none).

@@ -20,8 +20,10 @@ namespace {
 std::string route_of(const std::string& path) {
   if (path.starts_with("/v1/jobs/")) return path.ends_with("/stream") ? "/v1/jobs/{id}/stream" : "/v1/jobs/{id}";
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
-  static const std::vector<std::string> known = {"/health", "/ready", "/metrics", "/v1/models", "/v1/completions",
-                                                 "/v1/chat/completions", "/v1/jobs"};
+  static const std::vector<std::string> known = {
+      "/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/jobs",
+      "/v1/images/generations", "/v1/images/edits", "/sdapi/v1/txt2img", "/sdapi/v1/img2img", "/sdapi/v1/samplers",
+      "/sdapi/v1/schedulers", "/sdapi/v1/sd-models", "/sdapi/v1/progress"};
   return std::find(known.begin(), known.end(), path) != known.end() ? path : "other";
 }
 
@@ -67,6 +69,8 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   add_status_routes(http_, context_);
   add_openai_routes(http_, context_);
   add_job_routes(http_, context_);
+  add_image_routes(http_, context_);
+  add_a1111_routes(http_, context_);
 }
 
 HttpServer::~HttpServer() { stop(); }

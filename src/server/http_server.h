@@ -1,6 +1,7 @@
 #pragma once
-// rocmforge's HTTP server: OpenAI's API, rbee's jobs, health, readiness and metrics on one port.
-// It answers from the moment it is bound (health says 503 until set_model()), checks the API key
+// rocmforge's HTTP server: OpenAI's API, rbee's jobs, A1111's API (an image model), health,
+// readiness and metrics on one port. It answers from the moment it is bound (health says 503 until
+// set_model() or set_image_model()), checks the API key
 // on every route but /health, caps request bodies, and answers every error in OpenAI's shape.
 #include <atomic>
 #include <memory>
@@ -29,6 +30,7 @@ class HttpServer {
   void listen();  // serves until stop()
   void stop();    // from any thread
   void set_model(std::shared_ptr<ModelService> model) { context_.set_model(std::move(model)); }
+  void set_image_model(std::shared_ptr<ImageService> model) { context_.set_image_model(std::move(model)); }
   ServerContext& context() { return context_; }
 
  private:

@@ -2,12 +2,14 @@
 // "max_tokens", "temperature", "top_p", "top_k", "stream"} -> {"job_id", "sse_url"};
 // GET /v1/jobs/{id}/stream -> {"type": "started"}, {"type": "token", "t", "i"} per token, then
 // {"type": "end"} or {"type": "error", "code", "message"}, then [DONE]; DELETE /v1/jobs/{id} cancels.
+// An image worker takes the image operations instead (image_jobs.h).
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "server/api_error.h"
 #include "server/event_stream.h"
 #include "server/generation_fields.h"
+#include "server/image_jobs.h"
 #include "server/json_fields.h"
 #include "server/routes.h"
 
@@ -19,7 +21,7 @@ using nlohmann::json;
 
 class JobFormatter : public EventFormatter {
  public:
-  JobFormatter(std::shared_ptr<Job> job, JobRegistry& registry) : job_(std::move(job)), registry_(registry) {}
+  JobFormatter(std::shared_ptr<Job<RequestChannel>> job, JobRegistry<RequestChannel>& registry) : job_(std::move(job)), registry_(registry) {}
   ~JobFormatter() override { registry_.remove(job_->id); }
 
   std::string opening() override {
@@ -45,17 +47,17 @@ class JobFormatter : public EventFormatter {
   std::string closing() override { return kSseDone; }
 
  private:
-  std::shared_ptr<Job> job_;
-  JobRegistry& registry_;
+  std::shared_ptr<Job<RequestChannel>> job_;
+  JobRegistry<RequestChannel>& registry_;
   std::size_t index_ = 0;
 };
 
 void create_job(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
-  const auto model = context.require_model();
   const json body = parse_body(req.body);
-  if (const auto operation = string_field(body, "operation"); operation != "infer") {
-    bad_field("operation", "must be \"infer\"");
-  }
+  const auto operation = string_field(body, "operation");
+  if (operation && is_image_operation(*operation)) return create_image_job(context, body, res);
+  const auto model = context.require_model();
+  if (operation != "infer") bad_field("operation", "must be \"infer\"");
   string_field(body, "hive_id");  // checked for its type; the hive names itself to its own logs
   if (const auto name = string_field(body, "model"); name && !model->answers_to(*name)) {
     throw ApiError(404, fmt::format("The model '{}' is not loaded here; this worker serves '{}'", *name, model->id()), "model",
@@ -72,10 +74,11 @@ void create_job(ServerContext& context, const httplib::Request& req, httplib::Re
 }
 
 void stream_job(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
-  const auto model = context.require_model();
   const std::string id = req.matches[1];
+  if (auto image_job = context.image_jobs.claim(id)) return stream_image_job(context, std::move(image_job), res);
   auto job = context.jobs.claim(id);
   if (!job) throw ApiError(404, fmt::format("no job '{}' waiting to be streamed", id), "", "job_not_found");
+  const auto model = context.require_model();
   auto generations = std::make_unique<Generations>(std::vector{job->channel});
   stream_events(res, std::move(generations), std::make_unique<JobFormatter>(job, context.jobs), model);
 }
@@ -88,7 +91,7 @@ void add_job_routes(httplib::Server& http, ServerContext& context) {
            guarded([&](const httplib::Request& req, httplib::Response& res) { stream_job(context, req, res); }));
   http.Delete(R"(/v1/jobs/([^/]+))", guarded([&](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (!context.jobs.cancel(id)) throw ApiError(404, fmt::format("no job '{}'", id), "", "job_not_found");
+    if (!context.jobs.cancel(id) && !context.image_jobs.cancel(id)) throw ApiError(404, fmt::format("no job '{}'", id), "", "job_not_found");
     send_json(res, {{"job_id", id}, {"status", "cancelled"}});
   }));
 }

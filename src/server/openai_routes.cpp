@@ -18,7 +18,7 @@ constexpr std::size_t kMaxPrompts = 64;
 
 json model_card(const ModelService& model) {
   return {{"id", model.id()}, {"object", "model"}, {"created", model.created()}, {"owned_by", "rocmforge"},
-          {"max_model_len", model.max_context()}};
+          {"kind", "text"}, {"max_model_len", model.max_context()}};
 }
 
 void check_model_name(const json& body, const ModelService& model) {
@@ -148,14 +148,18 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
 
 void add_openai_routes(httplib::Server& http, ServerContext& context) {
   http.Get("/v1/models", guarded([&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, {{"object", "list"}, {"data", json::array({model_card(*context.require_model())})}});
+    const auto image = context.image_model();
+    const json card = image ? image_model_card(*image) : model_card(*context.require_model());
+    send_json(res, {{"object", "list"}, {"data", json::array({card})}});
   }));
   http.Get(R"(/v1/models/(.+))", guarded([&](const httplib::Request& req, httplib::Response& res) {
-    const auto model = context.require_model();
-    if (!model->answers_to(req.matches[1])) {
-      throw ApiError(404, fmt::format("The model '{}' does not exist", req.matches[1].str()), "model", "model_not_found");
+    const std::string name = req.matches[1];
+    const auto image = context.image_model();
+    const auto model = image ? nullptr : context.require_model();
+    if (image ? !image->answers_to(name) : !model->answers_to(name)) {
+      throw ApiError(404, fmt::format("The model '{}' does not exist", name), "model", "model_not_found");
     }
-    send_json(res, model_card(*model));
+    send_json(res, image ? image_model_card(*image) : model_card(*model));
   }));
   http.Post("/v1/completions", guarded([&](const httplib::Request& req, httplib::Response& res) {
     complete(context, Api::Completions, req, res);

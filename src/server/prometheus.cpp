@@ -1,5 +1,7 @@
 #include "server/prometheus.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 namespace rf::server {
@@ -39,15 +41,34 @@ class Writer {
   std::string out_;
 };
 
+void image_metrics(Writer& w, const ImageMetrics& m) {
+  static constexpr std::array<const char*, 3> outcomes{"completed", "failed", "cancelled"};
+  w.metric("image_jobs_total", "counter", "Image jobs ended, by operation and outcome");
+  for (ImageOperation op : kImageOperations) {
+    for (std::size_t o = 0; o < outcomes.size(); ++o) {
+      w.sample("image_jobs_total", static_cast<double>(m.ended(op, static_cast<JobOutcome>(o))),
+               fmt::format("operation=\"{}\",outcome=\"{}\"", operation_name(op), outcomes[o]));
+    }
+  }
+  w.counter("images_total", "Images made", m.images);
+  w.counter("image_steps_total", "Sampling steps run", m.steps);
+  w.counter("image_step_seconds_total", "Seconds from each job's first step to its last", m.step_seconds);
+  w.gauge("image_steps_per_second", "Steps a second of the last job that ended", m.last_steps_per_second);
+  w.gauge("queue_depth", "Jobs waiting", m.waiting);
+  w.gauge("image_jobs_running", "Jobs running (0 or 1)", m.running);
+  w.histogram("image_seconds_per_image", "A job's seconds from its start to its images, over its images", m.seconds_per_image);
+}
+
 }  // namespace
 
-std::string prometheus_text(const EngineMetrics* engine, const RequestCounters& counters) {
+std::string prometheus_text(const EngineMetrics* engine, const ImageMetrics* images, const RequestCounters& counters) {
   Writer w;
-  w.gauge("model_loaded", "1 once the model has loaded", engine ? 1 : 0);
+  w.gauge("model_loaded", "1 once the model has loaded", engine || images ? 1 : 0);
   w.metric("http_requests_total", "counter", "HTTP requests answered, by route and status");
   for (const auto& [key, count] : counters.snapshot()) {
     w.sample("http_requests_total", static_cast<double>(count), fmt::format("route=\"{}\",status=\"{}\"", key.first, key.second));
   }
+  if (images) image_metrics(w, *images);
   if (!engine) return w.take();
   const EngineMetrics& m = *engine;
   w.counter("requests_finished_total", "Generations that ran to their end", m.requests_finished);

@@ -18,5 +18,10 @@ void send_json(httplib::Response& res, const nlohmann::json& body, int status = 
 void add_openai_routes(httplib::Server& http, ServerContext& context);  // /v1/models, /v1/completions, /v1/chat/completions
 void add_job_routes(httplib::Server& http, ServerContext& context);     // rbee's /v1/jobs
 void add_status_routes(httplib::Server& http, ServerContext& context);  // /health, /ready, /metrics
+void add_image_routes(httplib::Server& http, ServerContext& context);   // OpenAI's /v1/images/generations and edits
+void add_a1111_routes(httplib::Server& http, ServerContext& context);   // A1111's /sdapi/v1/...
+
+// /v1/models' entry for an image model.
+nlohmann::json image_model_card(const ImageService& model);
 
 }  // namespace rf::server

@@ -1,5 +1,7 @@
 #include "server/server_context.h"
 
+#include <fmt/format.h>
+
 #include "server/api_error.h"
 
 namespace rf::server {
@@ -21,8 +23,39 @@ std::shared_ptr<ModelService> ServerContext::model() const {
 
 std::shared_ptr<ModelService> ServerContext::require_model() const {
   auto m = model();
-  if (!m) throw ApiError(503, "the model is still loading; retry shortly", "", "model_loading");
-  return m;
+  if (m) return m;
+  if (const auto image = image_model()) {
+    throw ApiError(400, fmt::format("this worker serves the image model '{}': it makes images (POST /v1/images/generations, "
+                                    "/v1/jobs with an image operation, /sdapi/v1/txt2img), not text", image->id()),
+                   "", "wrong_model_kind");
+  }
+  throw ApiError(503, "the model is still loading; retry shortly", "", "model_loading");
+}
+
+std::shared_ptr<ImageService> ServerContext::image_model() const {
+  std::lock_guard lock(mutex_);
+  return image_model_;
+}
+
+std::shared_ptr<ImageService> ServerContext::require_image_model() const {
+  auto m = image_model();
+  if (m) return m;
+  if (const auto text = model()) {
+    throw ApiError(400, fmt::format("this worker serves the language model '{}', not an image model: start "
+                                    "`rocmforge serve -m` with a Stable Diffusion checkpoint for images", text->id()),
+                   "", "wrong_model_kind");
+  }
+  throw ApiError(503, "the model is still loading; retry shortly", "", "model_loading");
+}
+
+void ServerContext::set_image_model(std::shared_ptr<ImageService> model) {
+  std::lock_guard lock(mutex_);
+  image_model_ = std::move(model);
+}
+
+std::shared_ptr<ImageService> ServerContext::take_image_model() {
+  std::lock_guard lock(mutex_);
+  return std::move(image_model_);
 }
 
 void ServerContext::set_model(std::shared_ptr<ModelService> model) {

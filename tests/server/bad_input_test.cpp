@@ -97,7 +97,7 @@ TEST_F(BadInput, TheServerStillAnswersAfterAll) {
 }
 
 TEST(ServerLifecycle, HealthIsUnavailableUntilTheModelLoads) {
-  TestServer server(nullptr);
+  TestServer server(std::unique_ptr<ModelService>{});
   auto health = server.client().Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 503);

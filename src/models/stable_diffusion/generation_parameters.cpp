@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 namespace rf::stable_diffusion {
@@ -249,6 +250,26 @@ Infotext parse_infotext(std::string_view text) {
     }
   }
   return out;
+}
+
+GenerationParameters run_parameters(const GenerationOptions& o, int index, std::string model_name,
+                                    const std::vector<LoraFile>& loras) {
+  GenerationParameters p;
+  p.prompt = o.prompt;
+  p.negative_prompt = o.negative_prompt;
+  p.steps = o.sampler.steps;
+  p.sampler = o.sampler.kind;
+  p.schedule = o.sampler.sigmas;
+  p.cfg_scale = o.guidance;
+  p.seed = o.batch_seeds == BatchSeeds::per_image ? o.seed + index : o.seed;
+  p.width = o.width;
+  p.height = o.height;
+  p.model_name = std::move(model_name);
+  p.rng = o.rng;
+  if (o.init) p.denoising_strength = o.init->strength;
+  for (const LoraFile& l : loras) p.loras.push_back({std::filesystem::path(l.path).stem().string(), l.strength, {}});
+  p.version = "rocmforge " ROCMFORGE_VERSION;
+  return p;
 }
 
 }  // namespace rf::stable_diffusion

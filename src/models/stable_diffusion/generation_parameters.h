@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/stable_diffusion/lora.h"
+#include "models/stable_diffusion/pipeline.h"
 #include "models/stable_diffusion/samplers.h"
 #include "models/stable_diffusion/schedule.h"
 
@@ -57,6 +59,12 @@ struct GenerationParameters {
 
 // The infotext A1111 would write for these parameters.
 std::string format_infotext(const GenerationParameters& parameters);
+
+// What a run of `options` (as Pipeline::resolve returned them) wrote for image `index` of its batch:
+// that image's own seed where seeds are per image; where the batch shares one generator, no seed
+// remakes image i > 0 alone, so every image names the batch's. LoRAs are named by their files' stems.
+GenerationParameters run_parameters(const GenerationOptions& options, int index, std::string model_name,
+                                    const std::vector<LoraFile>& loras);
 
 // An infotext read back, as A1111's parse_generation_parameters reads it before its own defaults
 // and conversions: the prompt and negative prompt (each line stripped of surrounding whitespace, so

@@ -53,6 +53,22 @@ std::vector<float> vae_input(std::span<const float> rgb) {
 
 }  // namespace
 
+Image to_rgb8(const Images& images, int index) {
+  const std::size_t n = static_cast<std::size_t>(images.width) * images.height * 3;
+  Image image{images.width, images.height, 3, std::vector<std::uint8_t>(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    image.pixels[i] = static_cast<std::uint8_t>(std::clamp(images.pixels[index * n + i], 0.0f, 1.0f) * 255.0f + 0.5f);
+  }
+  return image;
+}
+
+Images from_rgb8(const Image& image) {
+  if (image.channels != 3) fail("an image of {} channels where RGB was expected", image.channels);
+  Images out{1, image.width, image.height, std::vector<float>(image.pixels.size())};
+  std::ranges::transform(image.pixels, out.pixels.begin(), [](std::uint8_t v) { return v / 255.0f; });
+  return out;
+}
+
 int steps_run(const GenerationOptions& o) {
   if (!o.init) return o.sampler.steps;
   return std::min(static_cast<int>(o.sampler.steps * o.init->strength), o.sampler.steps);  // diffusers' rounding
@@ -72,9 +88,9 @@ Pipeline::Pipeline(const PipelineParts& parts, ImageBackend& backend)
   }
 }
 
-GenerationOptions Pipeline::resolve(GenerationOptions o) const {
-  const int factor = config_.vae.downscale();
-  const int native = config_.unet.sample_size * factor;
+GenerationOptions resolve_options(const PipelineConfig& config, GenerationOptions o) {
+  const int factor = config.vae.downscale();
+  const int native = config.unet.sample_size * factor;
   if (o.init) {
     const Images& image = o.init->image;
     if (image.batch != 1 || image.pixels.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
@@ -99,13 +115,13 @@ GenerationOptions Pipeline::resolve(GenerationOptions o) const {
   if (o.batch < 1) fail("batch {} must be at least 1", o.batch);
   if (o.sampler.steps < 1) fail("steps {} must be at least 1", o.sampler.steps);
   if (!(o.guidance >= 0)) fail("guidance scale {} must be at least 0", o.guidance);
-  const bool inpainting_unet = config_.unet.in_channels != config_.vae.latent_channels;
+  const bool inpainting_unet = config.unet.in_channels != config.vae.latent_channels;
   if (inpainting_unet && (!o.init || o.init->mask.empty())) {
-    fail("this is an inpainting model ({} input channels): it needs an init image and a mask", config_.unet.in_channels);
+    fail("this is an inpainting model ({} input channels): it needs an init image and a mask", config.unet.in_channels);
   }
-  if (inpainting_unet && config_.unet.in_channels != 2 * config_.vae.latent_channels + 1) {
+  if (inpainting_unet && config.unet.in_channels != 2 * config.vae.latent_channels + 1) {
     fail("a UNet of {} input channels takes neither latents nor latents, mask and masked-image latents",
-         config_.unet.in_channels);
+         config.unet.in_channels);
   }
   if (o.init && steps_run(o) == 0) {
     fail("strength {} runs none of the {} steps: raise it or the steps", o.init->strength, o.sampler.steps);

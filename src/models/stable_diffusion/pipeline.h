@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/image_backend.h"
+#include "formats/image_file.h"
 #include "models/stable_diffusion/clip_text_encoder.h"
 #include "models/stable_diffusion/config.h"
 #include "models/stable_diffusion/samplers.h"
@@ -34,6 +35,10 @@ struct Images {
   int batch = 0, width = 0, height = 0;
   std::vector<float> pixels;
 };
+
+// Image `index` of a batch in 8 bits, and an 8-bit RGB image in [0, 1].
+Image to_rgb8(const Images& images, int index);
+Images from_rgb8(const Image& image);
 
 // What image-to-image and inpainting start from.
 struct InitImage {
@@ -72,6 +77,11 @@ struct TextConditioning {
 // The steps a run takes: all of them, or strength times as many with an init image.
 int steps_run(const GenerationOptions& options);
 
+// The options with the model's defaults filled in, checked (sizes, batch, steps, the init image and
+// mask); fails naming the option at fault. Needs only the config, so that a server checks a request
+// before queueing it.
+GenerationOptions resolve_options(const PipelineConfig& config, GenerationOptions options);
+
 // Where a run stands after a step.
 struct StepState {
   int step = 0;   // steps done, from 1
@@ -89,9 +99,7 @@ class Pipeline {
  public:
   Pipeline(const PipelineParts& parts, ImageBackend& backend);
 
-  // The options with the model's defaults filled in, checked (sizes, batch, steps); fails naming the
-  // option at fault.
-  GenerationOptions resolve(GenerationOptions options) const;
+  GenerationOptions resolve(GenerationOptions options) const { return resolve_options(config_, std::move(options)); }
   Images generate(const GenerationOptions& options, const Progress& progress = {}) const;
   // The same from given initial noise (standard normal, [batch, 4, h, w]) and step noise.
   Images generate(const GenerationOptions& options, std::span<const float> initial_noise, NoiseSource& step_noise,

@@ -409,14 +409,6 @@ void dpmpp_2s_ancestral_step(std::span<float> x, double sigma, double next, doub
   combine(x, {{1, x}, {up, fresh}});
 }
 
-SamplerKind parse_sampler(std::string_view name) {
-  static constexpr std::pair<std::string_view, SamplerKind> names[] = {
-      {"euler", SamplerKind::euler},       {"euler_a", SamplerKind::euler_ancestral},
-      {"heun", SamplerKind::heun},         {"dpmpp_2m", SamplerKind::dpmpp_2m},
-      {"dpmpp_2m_sde", SamplerKind::dpmpp_2m_sde}, {"dpmpp_2s_a", SamplerKind::dpmpp_2s_ancestral},
-      {"ddim", SamplerKind::ddim},
-      {"lcm", SamplerKind::lcm},           {"unipc", SamplerKind::unipc}};
-  return parse_name("sampler", name, names);
-}
+SamplerKind parse_sampler(std::string_view name) { return parse_name("sampler", name, kSamplerNames); }
 
 }  // namespace rf::stable_diffusion

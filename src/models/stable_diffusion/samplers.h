@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/stable_diffusion/noise.h"
@@ -101,8 +102,15 @@ std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const Sampl
 void dpmpp_2s_ancestral_step(std::span<float> x, double sigma, double next, double eta, const Denoiser& denoise,
                              NoiseSource& noise);
 
-// "euler", "euler_a", "heun", "dpmpp_2m", "dpmpp_2m_sde", "dpmpp_2s_a", "ddim", "lcm", "unipc";
-// fails listing them.
+// Every sampler by the name the CLI and the servers take.
+inline constexpr std::pair<std::string_view, SamplerKind> kSamplerNames[] = {
+    {"euler", SamplerKind::euler},         {"euler_a", SamplerKind::euler_ancestral},
+    {"heun", SamplerKind::heun},           {"dpmpp_2m", SamplerKind::dpmpp_2m},
+    {"dpmpp_2m_sde", SamplerKind::dpmpp_2m_sde}, {"dpmpp_2s_a", SamplerKind::dpmpp_2s_ancestral},
+    {"ddim", SamplerKind::ddim},           {"lcm", SamplerKind::lcm},
+    {"unipc", SamplerKind::unipc}};
+
+// One of kSamplerNames' names; fails listing them.
 SamplerKind parse_sampler(std::string_view name);
 
 }  // namespace rf::stable_diffusion

@@ -118,6 +118,8 @@ class GpuImageBackend final : public ImageBackend {
     return bytes;
   }
 
+  void release_unused_memory() override { memory_->release_free_segments(); }
+
   const float* vector(const TensorView& view) override {
     return vectors_.emplace_back(to_f32(view.name, view)).data();
   }
