@@ -396,7 +396,9 @@ Image luma(const Image& rgb) {
 }
 
 void check_encodable(const Image& image, std::string_view name) {
-  if (image.channels != 1 && image.channels != 3) fail("{}: {} channels: a PNG is written from RGB or gray", name, image.channels);
+  if (image.channels != 1 && image.channels != 3 && image.channels != 4) {
+    fail("{}: {} channels: a PNG is written from RGB, RGBA or gray", name, image.channels);
+  }
   if (image.width < 0 || image.height < 0) fail("{}: the image is {}x{}", name, image.width, image.height);
   check_size(name, static_cast<std::uint64_t>(image.width), static_cast<std::uint64_t>(image.height));
   const std::size_t expected = std::size_t(image.width) * image.height * image.channels;
@@ -460,7 +462,8 @@ std::vector<std::uint8_t> encode_png(const Image& image, const std::vector<PngTe
   png_infop info = writer.info();
   writer.guarded([&] {
     png_set_write_fn(png, &out, write_to_memory, flush_nothing);
-    png_set_IHDR(png, info, image.width, image.height, 8, image.channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
+    const int type = image.channels == 4 ? PNG_COLOR_TYPE_RGBA : image.channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY;
+    png_set_IHDR(png, info, image.width, image.height, 8, type,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_text(png, info, entries.data(), static_cast<int>(entries.size()));
     png_write_info(png, info);

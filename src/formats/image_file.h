@@ -40,7 +40,7 @@ inline constexpr std::uint64_t kMaxImagePixels = std::uint64_t{1} << 26;
 struct Image {
   int width = 0;
   int height = 0;
-  int channels = 3;                  // 3: RGB; 1: gray (masks)
+  int channels = 3;                  // 3: RGB; 1: gray (masks); 4: RGBA (written, and read by decode_alpha)
   std::vector<std::uint8_t> pixels;  // rows top to bottom, channels interleaved
 };
 
@@ -66,7 +66,7 @@ std::optional<Image> decode_alpha(std::span<const std::uint8_t> data, std::strin
 Image read_image(const std::string& path);
 Image read_mask(const std::string& path);
 
-// An 8-bit RGB or gray PNG. Each text goes in a tEXt chunk when it is Latin-1 and in an
+// An 8-bit RGB, RGBA or gray PNG. Each text goes in a tEXt chunk when it is Latin-1 and in an
 // uncompressed iTXt chunk (UTF-8) when it is not, before the image data, as Pillow's PngInfo
 // add_text writes A1111's "parameters". Fails naming `name` for an image or text it cannot write.
 std::vector<std::uint8_t> encode_png(const Image& image, const std::vector<PngText>& texts = {},

@@ -60,6 +60,11 @@ class JobRegistry {
     jobs_.erase(id);
   }
 
+  std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return jobs_.size();
+  }
+
  private:
   void expire_unclaimed() {  // with the lock held
     const auto cutoff = std::chrono::steady_clock::now() - unclaimed_ttl_;
@@ -72,7 +77,7 @@ class JobRegistry {
   }
 
   std::chrono::seconds unclaimed_ttl_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Job<Channel>>> jobs_;
 };
 

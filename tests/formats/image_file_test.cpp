@@ -102,7 +102,7 @@ class ImageFileScratch : public test::ScratchTest {};
 TEST_F(ImageFileScratch, IndependentReaderReadsOurPng) {
   const std::string latin1 = "a cat in a caf\u00e9, \"quoted\"\nNegative prompt: dog\nSteps: 20, Sampler: Euler a";
   const std::string japanese = "\u732b\u306e\u5199\u771f, \U0001f431\nSteps: 20";
-  for (const Image& image : {test_image(29, 17, 3, 4), test_image(13, 7, 1, 5)}) {
+  for (const Image& image : {test_image(29, 17, 3, 4), test_image(13, 7, 1, 5), test_image(11, 6, 4, 9)}) {
     const std::string png = path("ours.png"), raw = path("ours.raw");
     write_png(png, image, {{"parameters", latin1}, {"Comment", japanese}});
     const test::CommandRun run = run_png_stdlib("decode " + png + " " + raw);
@@ -121,6 +121,24 @@ TEST_F(ImageFileScratch, IndependentReaderReadsOurPng) {
     Image theirs{image.width, image.height, image.channels, test::read_bytes(raw)};
     check_pixels(fmt::format("png_stdlib.py reads our {}-channel PNG", image.channels), theirs, image.channels, image.pixels);
   }
+}
+
+// OpenAI's edits read masks by transparency: the alpha of an RGBA PNG as png_stdlib.py reads it,
+// present (not checked by value) where tRNS gives it, and absent without either, or for JPEG.
+TEST_F(ImageFileScratch, ReadsAlphaAsTheIndependentReaderDoes) {
+  const std::string raw = path("rgba8.raw");
+  const test::CommandRun run = run_png_stdlib("decode " + kImages + "rgba8.png " + raw);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_EQ(nlohmann::json::parse(run.output)["channels"], 4);
+  const std::vector<std::uint8_t> rgba = test::read_bytes(raw);
+  std::vector<std::uint8_t> alpha;
+  for (std::size_t i = 3; i < rgba.size(); i += 4) alpha.push_back(rgba[i]);
+  const auto read = decode_alpha(test::read_bytes(kImages + "rgba8.png"), "rgba8.png");
+  ASSERT_TRUE(read.has_value());
+  check_pixels("rgba8.png alpha", *read, 1, alpha);
+  EXPECT_TRUE(decode_alpha(test::read_bytes(kImages + "palette4_trns.png"), "palette4_trns.png").has_value());
+  EXPECT_FALSE(decode_alpha(test::read_bytes(kImages + "rgb8.png"), "rgb8.png").has_value());
+  EXPECT_FALSE(decode_alpha(test::read_bytes(kImages + "jpeg_420.jpg"), "jpeg_420.jpg").has_value());
 }
 
 TEST(ImageFile, RefusesEmptyAndUnknownData) {
@@ -232,7 +250,7 @@ TEST(ImageFile, EncoderRefusesWhatPngCannotHold) {
   }
   EXPECT_RF_ERROR(encode_png(image, {{"parameters", "bad \xC3 utf-8"}}, "out.png"), "out.png", "UTF-8");
   EXPECT_RF_ERROR(encode_png(image, {{"parameters", std::string("nul\0inside", 10)}}, "out.png"), "out.png", "NUL");
-  EXPECT_RF_ERROR(encode_png(test_image(4, 4, 4, 7), {}, "out.png"), "out.png", "4 channels");
+  EXPECT_RF_ERROR(encode_png(test_image(4, 4, 2, 7), {}, "out.png"), "out.png", "2 channels");
   EXPECT_RF_ERROR(encode_png(Image{4, 4, 3, {1, 2, 3}}, {}, "out.png"), "out.png", "3 bytes of pixels");
   EXPECT_RF_ERROR(encode_png(Image{0, 4, 3, {}}, {}, "out.png"), "out.png", "no pixels");
   EXPECT_RF_ERROR(write_png("/nonexistent/dir/out.png", image), "/nonexistent/dir/out.png", "cannot write");

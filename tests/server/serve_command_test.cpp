@@ -103,5 +103,36 @@ TEST(ServeCommand, AModelThatCannotLoadEndsTheProcessWithAMessage) {
   EXPECT_EQ(exit_code(serve), 1);
 }
 
+TEST(ServeCommand, ServesAStableDiffusionCheckpointAsAnImageWorker) {
+  ServeProcess serve = start_serve("image_model", {"-m", kDemoImageModel, "--device", "cpu"});
+  ASSERT_GT(serve.port, 0) << serve.log;
+  httplib::Client client("127.0.0.1", serve.port);
+  EXPECT_TRUE(wait_for([&] {
+    auto res = client.Get("/health");
+    return res && res->status == 200;
+  }));
+  EXPECT_EQ(json::parse(client.Get("/v1/models")->body)["data"][0]["kind"], "image");
+  auto images = client.Post("/sdapi/v1/txt2img", R"({"prompt": "a red apple", "steps": 3, "width": 64, "height": 64})",
+                            "application/json");
+  ASSERT_TRUE(images);
+  EXPECT_EQ(images->status, 200);
+  EXPECT_EQ(json::parse(images->body)["images"].size(), 1u);
+  EXPECT_EQ(stop(serve), 0);
+}
+
+// Options for the other kind of model are refused, not ignored.
+TEST(ServeCommand, RefusesOptionsOfTheOtherKindOfModel) {
+  ServeProcess image = start_serve("image_with_kv_size", {"-m", kDemoImageModel, "--kv-size", "4096"});
+  EXPECT_EQ(exit_code(image), 1);
+  std::ifstream image_log(std::string(ROCMFORGE_SCRATCH) + "/image_with_kv_size.log");
+  const std::string image_text(std::istreambuf_iterator<char>(image_log), {});
+  EXPECT_NE(image_text.find("--kv-size applies to language models"), std::string::npos) << image_text;
+  ServeProcess text = start_serve("text_with_lora_dir", {"--lora-dir", ROCMFORGE_SCRATCH});
+  EXPECT_EQ(exit_code(text), 1);
+  std::ifstream text_log(std::string(ROCMFORGE_SCRATCH) + "/text_with_lora_dir.log");
+  const std::string text_text(std::istreambuf_iterator<char>(text_log), {});
+  EXPECT_NE(text_text.find("--lora-dir applies to image (Stable Diffusion) models"), std::string::npos) << text_text;
+}
+
 }  // namespace
 }  // namespace rf::server::testing

@@ -1,40 +1,10 @@
 // `rocmforge serve` (the real binary, on 127.0.0.1) driven by the official openai npm client:
 // streaming and not, chat and completions, concurrency, and the errors the client maps to its
 // exception classes. ROCMFORGE_BINARY names the binary (ctest sets it).
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-
-const binary = process.env.ROCMFORGE_BINARY ?? 'build/cpu/rocmforge';
-
-// Starts `rocmforge serve` on a free port and resolves once /health answers 200.
-async function startServer(extraArgs = []) {
-  const child = spawn(binary, ['serve', '--port', '0', '--threads', '2', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (chunk) => {
-      log += chunk;
-      const match = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (match) resolve(Number(match[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`rocmforge serve exited with ${code}:\n${log}`)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const res = await fetch(`${base}/health`).catch(() => null);
-    if (res?.status === 200) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { child, base };
-}
-
-function stopServer(server) {
-  return new Promise((resolve) => {
-    server.child.on('exit', resolve);
-    server.child.kill('SIGTERM');
-  });
-}
+import { startServer, stopServer } from './server.mjs';
 
 const greedy = { temperature: 0, max_tokens: 24 };
 
