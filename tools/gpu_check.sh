@@ -32,7 +32,8 @@ deps=$PWD/build/gpu-deps
 packages=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libpcre2-dev libpcre2-8-0
           libutf8proc-dev libutf8proc2 libgtest-dev pkgconf-bin libpkgconf3
           libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1
-          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7 libwebpmux3 libwebpdemux2)
+          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7 libwebpmux3 libwebpdemux2
+          uuid-dev libuuid1)
 
 if [[ ${1:-} == --pack-deps ]]; then
   set -e
@@ -222,6 +223,8 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
   if [[ -f build/diffusers.tar.xz ]] && mkdir -p build/diffusers && tar -xJf build/diffusers.tar.xz -C build/diffusers; then
     step sd15-diffusers env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_sd_diffusers.py --model sd15 -b 1,4 -r 3
     step sdxl-diffusers env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_sd_diffusers.py --model sdxl -b 1 -r 2 --steps 10
+    step sd15-serve env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_image_serve.py --binary "$rocmforge" \
+      --model sd15 --clients 1,4 --images 16 -- --device cuda
   fi
   step sd-image "$rocmforge" image -m tests/fixtures/sd/models/sd15/diffusers -p "a red apple" --steps 4 --seed 1 \
     -W 64 -H 48 --device cuda -o "$logs/sd15-tiny.png"

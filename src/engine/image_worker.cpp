@@ -23,6 +23,10 @@ std::string_view operation_name(ImageOperation operation) {
   return "unknown";
 }
 
+std::vector<std::uint8_t> ImageEvent::png(std::size_t image) const {
+  return encode_png(images.at(image), {{"parameters", infotexts.at(image)}});
+}
+
 std::vector<std::uint8_t> ImageJob::latest_preview() const {
   std::lock_guard lock(preview_mutex_);
   return preview_;
@@ -72,7 +76,12 @@ ImageWorker::~ImageWorker() {
   }
   wake_.notify_all();
   thread_.join();
-  for (const auto& job : queue_) job->push({ImageEvent::Kind::failed, 0, 0, {}, {}, "the server is shutting down", true});
+  for (const auto& job : queue_) {
+    ImageEvent stopped{ImageEvent::Kind::failed};
+    stopped.message = "the server is shutting down";
+    stopped.cancelled = true;
+    job->push(std::move(stopped));
+  }
 }
 
 sd::GenerationOptions ImageWorker::resolve(sd::GenerationOptions options) const {
@@ -108,23 +117,30 @@ ImageWorker::Loaded& ImageWorker::load(const std::vector<sd::LoraFile>& loras) {
   return *loaded_;
 }
 
+std::shared_ptr<ImageJob> ImageWorker::next_job() {
+  constexpr auto kIdleBeforeRelease = std::chrono::seconds(1);
+  std::unique_lock lock(mutex_);
+  const auto ready = [&] { return stopping_ || !queue_.empty(); };
+  if (!wake_.wait_for(lock, kIdleBeforeRelease, ready)) {
+    lock.unlock();
+    if (loaded_) loaded_->backend->release_unused_memory();
+    lock.lock();
+    wake_.wait(lock, ready);
+  }
+  if (stopping_) return nullptr;
+  running_ = queue_.front();
+  queue_.pop_front();
+  metrics_.waiting = static_cast<int>(queue_.size());
+  metrics_.running = 1;
+  return running_;
+}
+
 void ImageWorker::run() {
-  while (true) {
-    std::shared_ptr<ImageJob> job;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      job = running_ = queue_.front();
-      queue_.pop_front();
-      metrics_.waiting = static_cast<int>(queue_.size());
-      metrics_.running = 1;
-    }
+  while (const std::shared_ptr<ImageJob> job = next_job()) {
     run_job(*job);
     std::lock_guard lock(mutex_);
     running_.reset();
     metrics_.running = 0;
-    if (queue_.empty() && loaded_) loaded_->backend->release_unused_memory();
   }
 }
 
@@ -156,7 +172,7 @@ void ImageWorker::run_job(ImageJob& job) {
           std::lock_guard lock(job.preview_mutex_);
           job.preview_ = png;
         }
-        job.push({ImageEvent::Kind::preview, state.step, state.steps, {std::move(png)}});
+        job.push({ImageEvent::Kind::preview, state.step, state.steps, std::move(png)});
       }
       return true;
     });
@@ -167,8 +183,9 @@ void ImageWorker::run_job(ImageJob& job) {
     ImageEvent done{ImageEvent::Kind::complete, job.steps_, job.steps_};
     for (int i = 0; i < images.batch; ++i) {
       const sd::GenerationParameters p = sd::run_parameters(r.options, i, options_.model_name, r.loras);
-      done.pngs.push_back(encode_png(sd::to_rgb8(images, i), {{"parameters", sd::format_infotext(p)}}));
+      done.images.push_back(sd::to_rgb8(images, i));
       done.seeds.push_back(p.seed);
+      done.infotexts.push_back(sd::format_infotext(p));
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (int i = 0; i < images.batch; ++i) metrics_.seconds_per_image.observe(seconds / images.batch);
@@ -178,8 +195,10 @@ void ImageWorker::run_job(ImageJob& job) {
     // A failed job (a LoRA that will not merge, the device out of memory) leaves the worker serving.
     outcome = job.cancelled() ? JobOutcome::cancelled : JobOutcome::failed;
     if (outcome == JobOutcome::failed) spdlog::warn("image job failed: {}", e.what());
-    job.push({ImageEvent::Kind::failed, job.step_, job.steps_, {}, {},
-              outcome == JobOutcome::cancelled ? "the job was cancelled" : e.what(), outcome == JobOutcome::cancelled});
+    ImageEvent failed{ImageEvent::Kind::failed, job.step_, job.steps_};
+    failed.cancelled = outcome == JobOutcome::cancelled;
+    failed.message = failed.cancelled ? "the job was cancelled" : e.what();
+    job.push(std::move(failed));
   }
   ++metrics_.jobs[static_cast<int>(r.operation)][static_cast<int>(outcome)];
 }

@@ -10,7 +10,8 @@
 // LoRAs are merged into the matrices they touch (models/stable_diffusion/lora.h), and the pipeline
 // is rebuilt on its backend whenever a job asks for another set than the last job's: one copy of
 // the weights on the device at any time, the cost of a load each time the set changes. Device
-// memory that activations held is given back whenever the queue runs empty.
+// memory that activations held is given back once the queue has been empty for a second (at once,
+// each job's first steps would wait for the device's allocations).
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "engine/event_channel.h"
+#include "formats/image_file.h"
 #include "models/stable_diffusion/checkpoint.h"
 #include "models/stable_diffusion/latent_preview.h"
 #include "models/stable_diffusion/lora.h"
@@ -52,10 +54,16 @@ struct ImageEvent {
   enum class Kind { progress, preview, complete, failed };
   Kind kind = Kind::progress;
   int step = 0, steps = 0;   // progress and preview: steps done (from 1) of steps
-  std::vector<std::vector<std::uint8_t>> pngs;  // preview: the first image's; complete: one per image
-  std::vector<std::uint64_t> seeds;             // complete: each image's (as its PNG's parameters name it)
-  std::string message;                          // failed
-  bool cancelled = false;                       // failed: because the job was cancelled
+  std::vector<std::uint8_t> preview;  // preview: the first image's, a PNG
+  // complete: the images, each with its seed and its A1111 parameters; png() encodes one, on the
+  // reader's thread, so that the worker goes on to the next job meanwhile.
+  std::vector<Image> images;
+  std::vector<std::uint64_t> seeds;
+  std::vector<std::string> infotexts;
+  std::string message;     // failed
+  bool cancelled = false;  // failed: because the job was cancelled
+
+  std::vector<std::uint8_t> png(std::size_t image) const;
 };
 
 // A job as both sides see it: the worker pushes its events; the reader takes them and may cancel.
@@ -131,6 +139,7 @@ class ImageWorker {
   void run();
   void run_job(ImageJob& job);
   Loaded& load(const std::vector<stable_diffusion::LoraFile>& loras);
+  std::shared_ptr<ImageJob> next_job();  // null once stopping
   std::vector<std::uint8_t> preview_png(const stable_diffusion::StepState& state) const;
 
   stable_diffusion::Checkpoint checkpoint_;

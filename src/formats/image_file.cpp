@@ -466,6 +466,9 @@ std::vector<std::uint8_t> encode_png(const Image& image, const std::vector<PngTe
     png_set_IHDR(png, info, image.width, image.height, 8, type,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_text(png, info, entries.data(), static_cast<int>(entries.size()));
+    // zlib's fastest level: a server encodes every image it makes, and level 6 took about three
+    // times as long for files a sixth smaller (docs/perf_history.md, issue #24).
+    png_set_compression_level(png, 1);
     png_write_info(png, info);
     png_write_image(png, rows.data());
     png_write_end(png, nullptr);

@@ -171,13 +171,11 @@ ImageJobRequest request_of(const json& body, const ImageService& model, bool img
 
 json info_of(const ImageJobRequest& r, const ImageEvent& done, const std::string& model_name) {
   const sd::GenerationOptions& o = r.options;
-  json infotexts = json::array();
-  for (int i = 0; i < o.batch; ++i) infotexts.push_back(sd::format_infotext(sd::run_parameters(o, i, model_name, r.loras)));
   return {{"prompt", o.prompt}, {"negative_prompt", o.negative_prompt}, {"seed", done.seeds.front()},
           {"all_seeds", done.seeds}, {"all_prompts", std::vector<std::string>(o.batch, o.prompt)},
           {"width", o.width}, {"height", o.height},
           {"sampler_name", sd::sampler_label(o.sampler.kind)}, {"cfg_scale", o.guidance}, {"steps", o.sampler.steps},
-          {"batch_size", o.batch}, {"sd_model_name", model_name}, {"infotexts", infotexts},
+          {"batch_size", o.batch}, {"sd_model_name", model_name}, {"infotexts", done.infotexts},
           {"denoising_strength", o.init ? json(o.init->strength) : json(nullptr)}};
 }
 
@@ -188,7 +186,7 @@ void generate(ServerContext& context, const httplib::Request& req, httplib::Resp
   r.options = model->resolve(std::move(r.options));
   const ImageEvent done = model->run(r, [&] { return context.stopping(); });
   json images = json::array();
-  for (const auto& png : done.pngs) images.push_back(base64_encode(png));
+  for (std::size_t i = 0; i < done.images.size(); ++i) images.push_back(base64_encode(done.png(i)));
   const json info = info_of(r, done, model->worker().model_name());
   send_json(res, {{"images", images}, {"parameters", body}, {"info", info.dump()}});
 }

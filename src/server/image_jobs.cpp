@@ -99,13 +99,13 @@ struct ImageStream {
       case ImageEvent::Kind::progress: return sse_event("progress", step_fields("progress", e));
       case ImageEvent::Kind::preview: {
         json preview = step_fields("preview", e);
-        preview["image"] = base64_encode(e.pngs.front());
+        preview["image"] = base64_encode(e.preview);
         preview["format"] = "png";
         return sse_event("preview", preview);
       }
       case ImageEvent::Kind::complete:
         ended = true;
-        return sse_event("complete", {{"type", "complete"}, {"image", base64_encode(e.pngs.front())}, {"format", "png"}});
+        return sse_event("complete", {{"type", "complete"}, {"image", base64_encode(e.png(0))}, {"format", "png"}});
       case ImageEvent::Kind::failed:
         ended = true;
         return sse_event("error", {{"type", "error"}, {"message", e.message}});

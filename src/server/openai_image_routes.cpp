@@ -60,7 +60,7 @@ ImageJobRequest common_request(const json& fields, const ImageService& model, Im
 
 json response(const ImageEvent& done) {
   json data = json::array();
-  for (const auto& png : done.pngs) data.push_back({{"b64_json", base64_encode(png)}});
+  for (std::size_t i = 0; i < done.images.size(); ++i) data.push_back({{"b64_json", base64_encode(done.png(i))}});
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   return {{"created", std::chrono::duration_cast<std::chrono::seconds>(now).count()}, {"data", std::move(data)}};
 }
