@@ -13,7 +13,6 @@ request took, with the server's own steps per second from /metrics.
 Needs torch with CUDA, transformers and diffusers to make the folder (not to serve it).
 """
 import argparse
-import json
 import re
 import statistics
 import subprocess
@@ -23,6 +22,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from serve_process import post, start
+
 
 def make_folder(model, folder):
     sys.path.insert(0, str(Path(__file__).parent))
@@ -30,34 +31,6 @@ def make_folder(model, folder):
     pipe = build(model, Path(__file__).parent.parent / "models" / "clip")
     pipe.save_pretrained(folder, safe_serialization=True)
     del pipe
-
-
-def post(base, path, body, timeout=600):
-    request = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
-
-
-def start(binary, folder, extra):
-    server = subprocess.Popen([binary, "serve", "-m", str(folder), "--port", "0", *extra], stderr=subprocess.PIPE,
-                              text=True)
-    for line in server.stderr:
-        sys.stderr.write(line)
-        found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if found:
-            base = f"http://127.0.0.1:{found.group(1)}"
-            break
-    else:
-        raise SystemExit("the server exited before listening")
-    threading.Thread(target=lambda: [sys.stderr.write(l) for l in server.stderr], daemon=True).start()
-    for _ in range(3000):
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=5) as r:
-                if r.status == 200:
-                    return server, base
-        except Exception:
-            time.sleep(0.1)
-    raise SystemExit("the server did not become healthy")
 
 
 def metric(base, name):

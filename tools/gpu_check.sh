@@ -226,6 +226,7 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
     step sd15-serve env PYTHONPATH=build/diffusers/diffusers/src python3 tools/bench_image_serve.py --binary "$rocmforge" \
       --model sd15 --clients 1,4 --images 16 -- --device cuda
   fi
+  step two-workers python3 tools/serve_two_workers.py --binary "$rocmforge" -- --device cuda
   step sd-image "$rocmforge" image -m tests/fixtures/sd/models/sd15/diffusers -p "a red apple" --steps 4 --seed 1 \
     -W 64 -H 48 --device cuda -o "$logs/sd15-tiny.png"
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
