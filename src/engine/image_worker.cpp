@@ -155,7 +155,6 @@ void ImageWorker::run_job(ImageJob& job) {
   const auto start = std::chrono::steady_clock::now();
   auto first_step = start;
   JobOutcome outcome = JobOutcome::completed;
-  job.started_ = true;
   try {
     if (job.cancelled()) fail("cancelled before it started");
     const sd::Pipeline& pipeline = load(r.loras).pipeline;

@@ -75,14 +75,12 @@ class ImageJob : public EventChannel<ImageEvent> {
   // Where it stands (A1111's /progress): 0 of 0 while queued.
   int step() const { return step_; }
   int steps() const { return steps_; }
-  bool started() const { return started_; }
   std::vector<std::uint8_t> latest_preview() const;
 
  private:
   friend class ImageWorker;
   const ImageJobRequest request_;
   std::atomic<int> step_{0}, steps_{0};
-  std::atomic<bool> started_{false};
   mutable std::mutex preview_mutex_;
   std::vector<std::uint8_t> preview_;
 };
