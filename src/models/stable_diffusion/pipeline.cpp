@@ -81,7 +81,7 @@ Pipeline::Pipeline(const PipelineParts& parts, ImageBackend& backend)
       text_encoder_(parts.text_encoder, parts.config.text_encoder, backend),
       unet_(parts.unet, parts.config.unet, backend),
       vae_(parts.vae, parts.config.vae, backend),
-      log_sigmas_(log_sigma_table(training_sigmas(alphas_cumprod(parts.config.scheduler)))) {
+      log_sigmas_(training_log_sigmas(parts.config.scheduler)) {
   if (config_.text_encoder_2) {
     if (!parts.text_encoder_2) fail("this pipeline needs its second text encoder");
     text_encoder_2_.emplace(*parts.text_encoder_2, *config_.text_encoder_2, backend);

@@ -366,7 +366,7 @@ std::unique_ptr<Sampler> make_sampler(const SchedulerConfig& config, const Sampl
       if (options.kind == SamplerKind::heun) return std::make_unique<Heun>(std::move(s), config.prediction, init);
       if (options.kind == SamplerKind::dpmpp_2s_ancestral) {
         return std::make_unique<DpmSolver2SAncestral>(std::move(s), config.prediction, init,
-                                                      log_sigma_table(training_sigmas(alphas_cumprod(config))));
+                                                      training_log_sigmas(config));
       }
       return std::make_unique<Euler>(std::move(s), config.prediction, init, options.kind == SamplerKind::euler_ancestral);
     }

@@ -159,6 +159,10 @@ double sigma_to_timestep(double sigma, std::span<const float> log_sigmas) {
   return (1 - w) * static_cast<double>(low) + w * static_cast<double>(low + 1);
 }
 
+std::vector<float> training_log_sigmas(const SchedulerConfig& config) {
+  return log_sigma_table(training_sigmas(alphas_cumprod(config)));
+}
+
 double timestep_to_sigma(double timestep, std::span<const float> log_sigmas) {
   return std::exp(interpolate(log_sigmas, timestep));
 }

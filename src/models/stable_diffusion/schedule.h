@@ -64,6 +64,8 @@ std::vector<float> alphas_cumprod(const SchedulerConfig& config);
 std::vector<float> training_sigmas(std::span<const float> alphas_cumprod);
 // Their logs, in float32 as numpy keeps the table sigma_to_timestep reads.
 std::vector<float> log_sigma_table(std::span<const float> sigmas);
+// The log-sigma table of a config's training timesteps: the three above in turn.
+std::vector<float> training_log_sigmas(const SchedulerConfig& config);
 // The fractional timestep of a noise level: linear interpolation of log sigma between the two
 // training timesteps around it, clamped to the table's ends (diffusers' _sigma_to_t, k-diffusion's
 // DiscreteSchedule.sigma_to_t). Maps the schedules' sigmas, and samplers' sigmas between steps, to
