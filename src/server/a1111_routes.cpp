@@ -109,7 +109,11 @@ std::vector<sd::LoraFile> take_lora_tags(std::string& prompt, const ImageService
     const std::size_t colon = tag.find(':');
     double strength = 1.0;
     if (colon != std::string::npos) {
-      const std::string number = tag.substr(colon + 1, tag.find(':', colon + 1) - colon - 1);
+      if (tag.find(':', colon + 1) != std::string::npos) {
+        bad_field("prompt", fmt::format("<lora:{}>: one strength for the whole LoRA; separate text-encoder and UNet "
+                                        "strengths are not supported", tag));
+      }
+      const std::string number = tag.substr(colon + 1);
       char* stop = nullptr;
       strength = std::strtod(number.c_str(), &stop);
       if (number.empty() || *stop != '\0' || !(std::abs(strength) <= ImageLimits::kMaxLoraStrength)) {

@@ -156,6 +156,12 @@ TEST_F(ImageApis, A1111RefusesWhatItCannotDo) {
   expect_bad("/sdapi/v1/txt2img", with(ok, {{"wat", 1}}), "wat");
   expect_bad("/sdapi/v1/txt2img", with(ok, {{"batch_size", 4}, {"n_iter", 3}}), "n_iter");
   expect_bad("/sdapi/v1/txt2img", with(ok, {{"prompt", "an apple <lora:detail:0.5>"}}), "prompt");  // no --lora-dir
+  for (const auto& [prompt, says] : {std::pair{"an apple <lora:detail:0.5:1>", "separate text-encoder and UNet"},
+                                     std::pair{"an apple <lora:detail:strong>", "must be a number"}}) {
+    auto res = post("/sdapi/v1/txt2img", with(ok, {{"prompt", prompt}}));
+    EXPECT_EQ(res->status, 400);
+    EXPECT_NE(res->body.find(says), std::string::npos) << res->body;
+  }
   expect_bad("/sdapi/v1/txt2img", with(ok, {{"init_images", json::array()}}), "init_images");
   expect_bad("/sdapi/v1/img2img", ok, "init_images");
 }
