@@ -22,10 +22,10 @@ struct BenchFlags {
 };
 
 DType parse_dtype(const std::string& name) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType t : kWeightDTypes) {
     if (dtype_name(t) == name) return t;
   }
-  fail("--dtype {}: unknown (use f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)", name);
+  fail("--dtype {}: unknown (use one of {})", name, weight_dtype_names());
 }
 
 // Enough KV cache for the longest prompt and for every batch of decoding sequences.
@@ -82,7 +82,7 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed against the device's bounds");
   cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
   cmd->add_option("--synthetic", flags->synthetic, "A random-weight model of a real shape: llama3-1b, llama3-8b, qwen3-8b, mistral-7b");
-  cmd->add_option("--dtype", flags->dtype, "Weight type of a synthetic model: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k");
+  cmd->add_option("--dtype", flags->dtype, "Weight type of a synthetic model: " + weight_dtype_names());
   cmd->add_option("-p,--n-prompt", flags->settings.prompt_lengths, "Prompt lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-n,--n-gen", flags->settings.generation_lengths, "Generation lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-b,--batch", flags->settings.batch_sizes, "Sequences decoding together (comma-separated)")->delimiter(',');

@@ -26,6 +26,7 @@ std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / do
 void print_backends() {
   fmt::print("backends built: {}\n", fmt::join(built_backends(), ", "));
   fmt::print("devices: cpu ({} threads)\n", std::thread::hardware_concurrency());
+  fmt::print("weight types supported: {}\n", weight_dtype_names());
   for (const auto& line : describe_gpu_devices()) fmt::print("         {}\n", line);
 }
 
@@ -38,7 +39,7 @@ void print_tensors(const TensorSet& tensors) {
   }
   const auto row = [&](std::string_view name, std::string_view type, std::string_view shape, auto elements,
                        auto bytes) {
-    fmt::print("{:<{}}  {:<4}  {:<{}}  {:>12}  {:>14}\n", name, name_width, type, shape, shape_width, elements, bytes);
+    fmt::print("{:<{}}  {:<6}  {:<{}}  {:>12}  {:>14}\n", name, name_width, type, shape, shape_width, elements, bytes);
   };
   fmt::print("\n");
   row("name", "type", "shape", "elements", "bytes");

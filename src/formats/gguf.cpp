@@ -24,9 +24,6 @@ constexpr int kMaxArrayDepth = 8;
 constexpr std::uint64_t kMinKvBytes = 8 + 4 + 1;                  // empty key, value type, one-byte value
 constexpr std::uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, n_dims, one dim, type, offset
 
-constexpr DType kSupportedDTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                                      DType::Q4_0, DType::Q4_K, DType::Q6_K};
-
 // Sequential reads over the map; every read is range-checked by MappedFile::bytes.
 class Cursor {
  public:
@@ -166,18 +163,12 @@ std::map<std::string, GgufValue> read_metadata(Cursor& in, std::uint64_t count) 
   return metadata;
 }
 
-std::string supported_dtype_names() {
-  std::vector<std::string_view> names;
-  for (DType t : kSupportedDTypes) names.push_back(dtype_name(t));
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 DType read_dtype(Cursor& in, const std::string& tensor) {
   const auto ggml_type = in.read<std::uint32_t>("tensor type");
   if (const auto dtype = dtype_from_ggml(ggml_type)) return *dtype;
   const auto name = ggml_type_name(ggml_type);
   fail("{}: tensor {} has type {}, which rocmforge does not support (supported: {})", in.path(), tensor,
-       name == "unknown" ? fmt::format("{} (unknown)", ggml_type) : std::string(name), supported_dtype_names());
+       name == "unknown" ? fmt::format("{} (unknown)", ggml_type) : std::string(name), weight_dtype_names());
 }
 
 GgufTensorInfo read_tensor_info(Cursor& in) {

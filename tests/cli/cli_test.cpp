@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_run.h"
+#include "formats/dtype.h"
 
 namespace {
 
@@ -56,8 +57,11 @@ TEST(Cli, InfoDescribesAModel) {
   const CliRun r = run("info -m " + kModels + "llama3/model.q4_k_m.gguf");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("architecture: llama"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("q4_k"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("weight types: q4_k"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("backends built: cpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("weight types supported: " + rf::weight_dtype_names()), std::string::npos) << r.output;
+  EXPECT_NE(rf::weight_dtype_names().find("q5_0, q5_1, q4_0, q4_1, iq4_nl, q6_k, q5_k, q4_k, q3_k, q2_k, iq4_xs"),
+            std::string::npos);
 }
 
 // A row of `info --tensors`: type, shape as printed ("[448, 256]"), elements and bytes.
@@ -254,7 +258,7 @@ TEST(Cli, BenchPrintsOneJsonRowPerSetting) {
 
 TEST(Cli, BenchRejectsBadSettings) {
   expect_clean_failure("bench --synthetic llama9-1t", "llama9-1t");
-  expect_clean_failure("bench --synthetic llama3-1b --dtype q2_k", "q2_k");
+  expect_clean_failure("bench --synthetic llama3-1b --dtype iq2_xxs", "iq2_xxs");
   expect_clean_failure("bench -m " + kModels + "qwen2 --synthetic llama3-1b", "exactly one");
 }
 

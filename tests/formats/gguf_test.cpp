@@ -14,7 +14,7 @@ namespace {
 using test::Bytes;
 
 // GGML type ids the hand-made files use.
-constexpr std::uint32_t kGgmlF32 = 0, kGgmlQ5_K = 13;
+constexpr std::uint32_t kGgmlF32 = 0, kGgmlIQ2_XXS = 16;
 
 GgufValue array_of(GgufType element_type, std::vector<GgufValue> items) {
   return {GgufType::ARRAY, std::make_shared<GgufArray>(GgufArray{element_type, std::move(items)})};
@@ -134,7 +134,7 @@ TEST_F(GgufTest, RoundTripsEveryMetadataTypeInInsertionOrder) {
 }
 
 TEST_F(GgufTest, RoundTripsEveryTensorTypeBitExact) {
-  const DType dtypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+  const auto& dtypes = kWeightDTypes;
   GgufWriter writer;
   std::vector<std::vector<std::uint8_t>> data;
   for (const auto dtype : dtypes) {
@@ -415,11 +415,12 @@ TEST_F(GgufTest, RejectsTensorDataPastTheEnd) {
 }
 
 TEST_F(GgufTest, RejectsUnsupportedTensorTypeNamingTheTensor) {
-  const auto p = path("q5k.gguf");
-  save_one_tensor(p, {256}, kGgmlQ5_K, 0, 176, "blk.0.ffn_down.weight");
+  const auto p = path("iq2_xxs.gguf");
+  save_one_tensor(p, {256}, kGgmlIQ2_XXS, 0, 66, "blk.0.ffn_down.weight");
   EXPECT_RF_ERROR(GgufFile{p}, p,
-                  "tensor blk.0.ffn_down.weight has type q5_k, which rocmforge does not support "
-                  "(supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+                  "tensor blk.0.ffn_down.weight has type iq2_xxs, which rocmforge does not support "
+                  "(supported: f32, f16, bf16, q8_0, q5_0, q5_1, q4_0, q4_1, iq4_nl, q6_k, q5_k, q4_k, q3_k, q2_k, "
+                  "iq4_xs)");
 
   const auto unknown = path("unknown.gguf");
   save_one_tensor(unknown, {256}, 99, 0, 1024);

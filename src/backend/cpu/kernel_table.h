@@ -1,14 +1,19 @@
 #pragma once
 // Run-time selection between the kernel sets compiled for different instruction sets. Each set is
 // a table of plain function pointers built from the templates in kernel_templates.h.
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <cstddef>
 
 #include "formats/dtype.h"
 
 namespace rf::cpu {
 
-inline constexpr std::size_t kNumDTypes = static_cast<std::size_t>(DType::Q6_K) + 1;
+// The weight types, which come first in DType: F64 is the first of the others.
+inline constexpr std::size_t kNumDTypes = static_cast<std::size_t>(DType::F64);
+static_assert(std::ranges::all_of(kWeightDTypes, [](DType t) { return static_cast<std::size_t>(t) < kNumDTypes; }));
+static_assert(std::size(kWeightDTypes) == kNumDTypes);
 
 // out[t * out_stride + r] (+)= sum_{c < k} w[r * w_stride + c] * x[t * x_stride + c]
 // for r < rows, t < tokens; `accumulate` adds to out instead of overwriting it.

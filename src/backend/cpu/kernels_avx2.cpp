@@ -67,20 +67,42 @@ struct Avx2Lanes {
         _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(load_64(p)), shift), _mm256_set1_epi32(15));
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(offset)));
   }
+  static V nibbles5(const std::uint8_t* p, int shift, std::uint32_t high, int offset) {
+    const __m256i lo =
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(load_64(p)), shift), _mm256_set1_epi32(15));
+    const __m256i bit = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(high)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i hi = _mm256_slli_epi32(_mm256_and_si256(bit, _mm256_set1_epi32(1)), 4);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_or_si256(lo, hi), _mm256_set1_epi32(offset)));
+  }
   // Assembles the 32 values bytewise (16-bit shifts are fine: the masks drop the bits that cross
   // bytes), then widens 8 at a time: half the work of widening first.
-  static void q6x32(const std::uint8_t* ql, int lo_shift, const std::uint8_t* qh, int hi_shift, V* q) {
-    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(load_256(ql), lo_shift), _mm256_set1_epi8(15));
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(load_256(qh), hi_shift), _mm256_set1_epi8(3));
-    const __m256i v = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
+  template <int kLoBits, int kHiBits>
+  static void bits32(const std::uint8_t* lo, int lo_shift, const std::uint8_t* hi, int hi_shift, int offset, V* q) {
+    constexpr char kLoMask = (1 << kLoBits) - 1, kHiMask = (1 << kHiBits) - 1;
+    __m256i v = _mm256_and_si256(_mm256_srli_epi16(load_256(lo), lo_shift), _mm256_set1_epi8(kLoMask));
+    if constexpr (kHiBits > 0) {
+      const __m256i h = _mm256_and_si256(_mm256_srli_epi16(load_256(hi), hi_shift), _mm256_set1_epi8(kHiMask));
+      v = _mm256_or_si256(v, _mm256_slli_epi16(h, kLoBits));
+    }
+    widen32(_mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(offset))), q);
+  }
+  // Both nibbles of 16 bytes through the 16-entry table at once (a byte shuffle).
+  static void iq4x32(const std::uint8_t* p, V* q) {
+    const __m128i table = load_128(kIq4Values), mask = _mm_set1_epi8(15), codes = load_128(p);
+    const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(codes, mask));
+    const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(codes, 4), mask));
+    widen32(_mm256_set_m128i(hi, lo), q);
+  }
+
+ private:
+  // 32 signed bytes into q[0..4), 8 at a time.
+  static void widen32(__m256i v, V* q) {
     const __m128i halves[2] = {_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)};
     for (int i = 0; i < 4; ++i) {
       const __m128i h = halves[i >> 1];
       q[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(i & 1 ? _mm_unpackhi_epi64(h, h) : h));
     }
   }
-
- private:
   static __m128i load_64(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
   static __m128i load_128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
   static __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }

@@ -68,14 +68,34 @@ struct ScalarLanes {
     const auto q = widen(p);
     return make([&](int j) { return static_cast<float>(((q[j] >> shift) & 15) - offset); });
   }
-  // 32 of Q6_K's 6-bit values, centred, into q[0..4):
-  // (((ql[j] >> lo_shift) & 15) | ((qh[j] >> hi_shift) & 3) << 4) - 32
-  static void q6x32(const std::uint8_t* ql, int lo_shift, const std::uint8_t* qh, int hi_shift, V* q) {
+  // ((p[j] >> shift) & 15 | ((high >> j) & 1) << 4) - offset: nibbles with a fifth bit from a byte.
+  static V nibbles5(const std::uint8_t* p, int shift, std::uint32_t high, int offset) {
+    const auto q = widen(p);
+    return make([&](int j) {
+      return static_cast<float>((((q[j] >> shift) & 15) | static_cast<int>((high >> j) & 1) << 4) - offset);
+    });
+  }
+  // 32 codes of kLoBits bits, with kHiBits more bits above them from a second plane (none for 0),
+  // less an offset, into q[0..4): (((lo[j] >> lo_shift) & lo mask) | ((hi[j] >> hi_shift) & hi mask)
+  // << kLoBits) - offset. Q6_K's 6-bit values are <4, 2>, Q5_K's <4, 1>, Q3_K's <2, 1>, Q2_K's <2, 0>.
+  template <int kLoBits, int kHiBits>
+  static void bits32(const std::uint8_t* lo, int lo_shift, const std::uint8_t* hi, int hi_shift, int offset, V* q) {
+    constexpr int kLoMask = (1 << kLoBits) - 1, kHiMask = (1 << kHiBits) - 1;
     for (int i = 0; i < 4; ++i) {
-      const auto lo = widen(ql + 8 * i), hi = widen(qh + 8 * i);
+      const auto l = widen(lo + 8 * i);
+      std::array<std::int32_t, 8> h{};
+      if constexpr (kHiBits > 0) h = widen(hi + 8 * i);
       q[i] = make([&](int j) {
-        return static_cast<float>((((lo[j] >> lo_shift) & 15) | (((hi[j] >> hi_shift) & 3) << 4)) - 32);
+        return static_cast<float>((((l[j] >> lo_shift) & kLoMask) | ((h[j] >> hi_shift) & kHiMask) << kLoBits) - offset);
       });
+    }
+  }
+  // The IQ4 types' 32 values from 16 bytes of codes into q[0..4): kIq4Values of the low nibbles of
+  // p[0..16), then of the high ones.
+  static void iq4x32(const std::uint8_t* p, V* q) {
+    for (int i = 0; i < 4; ++i) {
+      const auto c = widen(p + 8 * (i & 1));
+      q[i] = make([&](int j) { return static_cast<float>(kIq4Values[(c[j] >> 4 * (i >> 1)) & 15]); });
     }
   }
 };

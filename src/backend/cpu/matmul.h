@@ -1,6 +1,6 @@
 #pragma once
 // Matrix products of stored weights with fp32 activations, the CPU's hot path.
-// Weights stay in their stored type (f32/f16/bf16/q8_0/q4_0/q4_k/q6_k) and are converted
+// Weights stay in their stored type (any of formats/dtype.h's kWeightDTypes) and are converted
 // inside the kernel; accumulation is fp32.
 #include <cstddef>
 

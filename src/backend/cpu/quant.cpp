@@ -41,6 +41,14 @@ void quantize_row(DType type, const float* src, void* dst, std::size_t n) {
     case DType::Q4_0: encode_q4_0(src, static_cast<BlockQ4_0*>(dst), blocks); return;
     case DType::Q4_K: encode_q4_k(src, static_cast<BlockQ4_K*>(dst), blocks); return;
     case DType::Q6_K: encode_q6_k(src, static_cast<BlockQ6_K*>(dst), blocks); return;
+    case DType::Q4_1: encode_q4_1(src, static_cast<BlockQ4_1*>(dst), blocks); return;
+    case DType::Q5_0: encode_q5_0(src, static_cast<BlockQ5_0*>(dst), blocks); return;
+    case DType::Q5_1: encode_q5_1(src, static_cast<BlockQ5_1*>(dst), blocks); return;
+    case DType::Q2_K: encode_q2_k(src, static_cast<BlockQ2_K*>(dst), blocks); return;
+    case DType::Q3_K: encode_q3_k(src, static_cast<BlockQ3_K*>(dst), blocks); return;
+    case DType::Q5_K: encode_q5_k(src, static_cast<BlockQ5_K*>(dst), blocks); return;
+    case DType::IQ4_NL: encode_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), blocks); return;
+    case DType::IQ4_XS: encode_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), blocks); return;
     case DType::F64:
     case DType::I32:
     case DType::I64: break;

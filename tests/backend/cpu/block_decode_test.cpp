@@ -3,6 +3,7 @@
 // and against a few values worked out by hand. Runs under every supported instruction set.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -89,6 +90,141 @@ Reference reference_q6_k(const cpu::BlockQ6_K& b) {
   return r;
 }
 
+// dequantize_row_q4_1 and dequantize_row_q5_1 (with the fifth bit from qh).
+Reference reference_q4_1(const cpu::BlockQ4_1& b) {
+  Reference r;
+  r.x.resize(32);
+  const double d = f16_to_f32(b.d), m = f16_to_f32(b.m);
+  for (int j = 0; j < 16; ++j) {
+    r.x[j] = (b.qs[j] & 0x0F) * d + m;
+    r.x[j + 16] = (b.qs[j] >> 4) * d + m;
+    r.magnitude = std::max({r.magnitude, std::fabs(15 * d) + std::fabs(m)});
+  }
+  return r;
+}
+
+Reference reference_q5_0(const cpu::BlockQ5_0& b) {
+  Reference r;
+  r.x.resize(32);
+  const double d = f16_to_f32(b.d);
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, sizeof(qh));
+  for (int j = 0; j < 16; ++j) {
+    const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10, xh_1 = ((qh >> (j + 12))) & 0x10;
+    r.x[j] = (((b.qs[j] & 0x0F) | xh_0) - 16) * d;
+    r.x[j + 16] = (((b.qs[j] >> 4) | xh_1) - 16) * d;
+  }
+  r.magnitude = 16 * std::fabs(d);
+  return r;
+}
+
+Reference reference_q5_1(const cpu::BlockQ5_1& b) {
+  Reference r;
+  r.x.resize(32);
+  const double d = f16_to_f32(b.d), m = f16_to_f32(b.m);
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, sizeof(qh));
+  for (int j = 0; j < 16; ++j) {
+    const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10, xh_1 = ((qh >> (j + 12))) & 0x10;
+    r.x[j] = ((b.qs[j] & 0x0F) | xh_0) * d + m;
+    r.x[j + 16] = ((b.qs[j] >> 4) | xh_1) * d + m;
+  }
+  r.magnitude = 31 * std::fabs(d) + std::fabs(m);
+  return r;
+}
+
+// dequantize_row_q2_K: two halves of 128, each 4 shifts of 32 bytes, 16 elements per scale.
+Reference reference_q2_k(const cpu::BlockQ2_K& b) {
+  Reference r;
+  const double d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  const std::uint8_t* q = b.qs;
+  int is = 0;
+  for (int n = 0; n < 256; n += 128, q += 32) {
+    for (int shift = 0; shift < 8; shift += 2) {
+      for (int half = 0; half < 2; ++half) {
+        const std::uint8_t sc = b.scales[is++];
+        for (int l = 0; l < 16; ++l) r.add(d * (sc & 0xF) * ((q[l + 16 * half] >> shift) & 3), dmin * (sc >> 4));
+      }
+    }
+  }
+  return r;
+}
+
+// dequantize_row_q3_K, its scales unpacked as GGML does (aux words and masks).
+Reference reference_q3_k(const cpu::BlockQ3_K& b) {
+  Reference r;
+  std::uint32_t aux[4];
+  std::memcpy(aux, b.scales, 12);
+  const std::uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f, tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+  std::int8_t scales[16];
+  std::memcpy(scales, aux, 16);
+  const double d = f16_to_f32(b.d);
+  const std::uint8_t* q = b.qs;
+  std::uint8_t m = 1;
+  int is = 0;
+  for (int n = 0; n < 256; n += 128, q += 32) {
+    for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+      for (int half = 0; half < 2; ++half) {
+        const double dl = d * (scales[is++] - 32);
+        for (int l = 16 * half; l < 16 * half + 16; ++l) {
+          r.add(dl * (((q[l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4)), 0);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// dequantize_row_q5_K: as Q4_K's chunks of 64, with bits u1, u2 of qh moving up two each chunk.
+Reference reference_q5_k(const cpu::BlockQ5_K& b) {
+  Reference r;
+  const double d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  const std::uint8_t* ql = b.qs;
+  int u1 = 1, u2 = 2;
+  for (int is = 0; is < 8; is += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
+    const auto [sc1, m1] = scale_min(is, b.scales);
+    const auto [sc2, m2] = scale_min(is + 1, b.scales);
+    for (int l = 0; l < 32; ++l) r.add(d * sc1 * ((ql[l] & 0xF) + (b.qh[l] & u1 ? 16 : 0)), dmin * m1);
+    for (int l = 0; l < 32; ++l) r.add(d * sc2 * ((ql[l] >> 4) + (b.qh[l] & u2 ? 16 : 0)), dmin * m2);
+  }
+  return r;
+}
+
+constexpr int kValuesIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// dequantize_row_iq4_nl and dequantize_row_iq4_xs.
+Reference reference_iq4_nl(const cpu::BlockIQ4_NL& b) {
+  Reference r;
+  r.x.resize(32);
+  const double d = f16_to_f32(b.d);
+  for (int j = 0; j < 16; ++j) {
+    r.x[j] = d * kValuesIq4nl[b.qs[j] & 0xf];
+    r.x[j + 16] = d * kValuesIq4nl[b.qs[j] >> 4];
+  }
+  r.magnitude = 127 * std::fabs(d);
+  return r;
+}
+
+Reference reference_iq4_xs(const cpu::BlockIQ4_XS& b) {
+  Reference r;
+  r.x.resize(256);
+  const double d = f16_to_f32(b.d);
+  for (int ib = 0; ib < 8; ++ib) {
+    const int ls = ((b.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((b.scales_h >> 2 * ib) & 3) << 4);
+    const double dl = d * (ls - 32);
+    for (int j = 0; j < 16; ++j) {
+      r.x[32 * ib + j] = dl * kValuesIq4nl[b.qs[16 * ib + j] & 0xf];
+      r.x[32 * ib + j + 16] = dl * kValuesIq4nl[b.qs[16 * ib + j] >> 4];
+    }
+    r.magnitude = std::max(r.magnitude, 127 * std::fabs(dl));
+  }
+  return r;
+}
+
 template <class Block>
 Reference reference_row(const std::vector<std::uint8_t>& row, Reference (*decode)(const Block&)) {
   Reference all;
@@ -108,6 +244,14 @@ Reference reference(DType type, const std::vector<std::uint8_t>& row) {
     case DType::Q4_0: return reference_row(row, reference_q4_0);
     case DType::Q4_K: return reference_row(row, reference_q4_k);
     case DType::Q6_K: return reference_row(row, reference_q6_k);
+    case DType::Q4_1: return reference_row(row, reference_q4_1);
+    case DType::Q5_0: return reference_row(row, reference_q5_0);
+    case DType::Q5_1: return reference_row(row, reference_q5_1);
+    case DType::Q2_K: return reference_row(row, reference_q2_k);
+    case DType::Q3_K: return reference_row(row, reference_q3_k);
+    case DType::Q5_K: return reference_row(row, reference_q5_k);
+    case DType::IQ4_NL: return reference_row(row, reference_iq4_nl);
+    case DType::IQ4_XS: return reference_row(row, reference_iq4_xs);
     default: break;
   }
   ADD_FAILURE() << "no reference decoder for " << dtype_name(type);
@@ -198,7 +342,7 @@ TEST(BlockDecode, Q6_K) {
 TEST(BlockDecode, RandomBlocksMatchReference) {
   Rng rng;
   SCOPED_TRACE(rng.trace());
-  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : quantized_dtypes()) {
     SCOPED_TRACE(std::string(dtype_name(type)));
     const std::vector<std::uint8_t> row = random_bits_row(type, 8 * 256, rng);
     expect_decodes_to(type, row, reference(type, row));

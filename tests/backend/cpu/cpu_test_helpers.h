@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,8 +19,14 @@
 
 namespace rf::test {
 
-inline const std::vector<DType> kAllDTypes = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                                              DType::Q4_0, DType::Q4_K, DType::Q6_K};
+inline const std::vector<DType> kAllDTypes(std::begin(kWeightDTypes), std::end(kWeightDTypes));
+inline std::vector<DType> quantized_dtypes() {
+  std::vector<DType> types;
+  for (DType t : kAllDTypes) {
+    if (is_quantized(t)) types.push_back(t);
+  }
+  return types;
+}
 
 inline std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> isas{cpu::Isa::Scalar};
@@ -105,6 +112,26 @@ inline std::vector<std::uint8_t> random_bits_row(DType type, std::size_t n, Rng&
         reinterpret_cast<cpu::BlockQ4_K*>(p)->dmin = scale();
         break;
       case DType::Q6_K: reinterpret_cast<cpu::BlockQ6_K*>(p)->d = scale(); break;
+      case DType::Q4_1:
+        reinterpret_cast<cpu::BlockQ4_1*>(p)->d = scale();
+        reinterpret_cast<cpu::BlockQ4_1*>(p)->m = scale();
+        break;
+      case DType::Q5_0: reinterpret_cast<cpu::BlockQ5_0*>(p)->d = scale(); break;
+      case DType::Q5_1:
+        reinterpret_cast<cpu::BlockQ5_1*>(p)->d = scale();
+        reinterpret_cast<cpu::BlockQ5_1*>(p)->m = scale();
+        break;
+      case DType::Q2_K:
+        reinterpret_cast<cpu::BlockQ2_K*>(p)->d = scale();
+        reinterpret_cast<cpu::BlockQ2_K*>(p)->dmin = scale();
+        break;
+      case DType::Q3_K: reinterpret_cast<cpu::BlockQ3_K*>(p)->d = scale(); break;
+      case DType::Q5_K:
+        reinterpret_cast<cpu::BlockQ5_K*>(p)->d = scale();
+        reinterpret_cast<cpu::BlockQ5_K*>(p)->dmin = scale();
+        break;
+      case DType::IQ4_NL: reinterpret_cast<cpu::BlockIQ4_NL*>(p)->d = scale(); break;
+      case DType::IQ4_XS: reinterpret_cast<cpu::BlockIQ4_XS*>(p)->d = scale(); break;
       default: break;
     }
   }

@@ -22,9 +22,11 @@ struct ErrorStats {
 };
 
 // Largest error the format may make on an element of a block whose largest magnitude is amax.
-// Q8_0 and Q4_0 follow from the encoding (plus the f16 rounding of d). The K-quants fit scales by
-// least squares, which may clip an outlier by a step or so; theirs are the worst seen over 40 runs
-// (0.124 and 0.024) with margin.
+// Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and IQ4_NL follow from the encoding (plus the f16 rounding of d and m).
+// The K-quants fit scales by least squares, which may clip an outlier by a step or so; theirs, and
+// IQ4_XS's (6-bit sub-block scales), are the worst seen over 40 runs (q4_k 0.124, q6_k 0.024) or 20
+// (q2_k 0.45, q3_k 0.24, q5_k 0.061, iq4_xs 0.122) with margin. These encoders are the project's own
+// simple ones (backend/cpu/encode.cpp), for synthetic weights and tests, not llama.cpp's.
 double error_bound(DType type, double x, double amax) {
   switch (type) {
     case DType::F32: return 0;
@@ -34,6 +36,17 @@ double error_bound(DType type, double x, double amax) {
     case DType::Q4_0: return amax / 8 * (1 + 0x1p-8);                    // a whole step where +8 clips to 7
     case DType::Q4_K: return amax * 0.15;
     case DType::Q6_K: return amax * 0.035;
+    case DType::Q4_1: return amax * (1.0 / 15 + 0x1p-8);  // half a step of at most 2 amax / 15
+    case DType::Q5_0: return amax / 16 * (1 + 0x1p-8);    // as Q4_0: where +16 clips to 15
+    case DType::Q5_1: return amax * (1.0 / 31 + 0x1p-8);  // as Q4_1
+    case DType::Q2_K: return amax * 0.6;
+    case DType::Q3_K: return amax * 0.32;
+    case DType::Q5_K: return amax * 0.08;
+    case DType::IQ4_NL: return amax * (14.0 / 127 + 0x1p-10);  // +amax where -amax is -127: nearest 113
+    case DType::IQ4_XS: return amax * 0.16;
+    case DType::F64:
+    case DType::I32:
+    case DType::I64: break;
   }
   return 0;
 }
@@ -62,7 +75,8 @@ ErrorStats measure(DType type, const std::vector<float>& x, const std::vector<fl
 }
 
 // Relative RMS error on gaussian data: the worst measured over 40 runs (f16 2.1e-4, bf16 1.7e-3,
-// q8_0 5.4e-3, q4_0 0.086, q4_k 0.072, q6_k 0.018) with margin.
+// q8_0 5.4e-3, q4_0 0.086, q4_k 0.072, q6_k 0.018) or 20 (q4_1 0.079, q5_0 0.043, q5_1 0.038, q2_k
+// 0.272, q3_k 0.145, q5_k 0.036, iq4_nl 0.081, iq4_xs 0.081) with margin.
 double rms_bound(DType type) {
   switch (type) {
     case DType::F32: return 0;
@@ -72,6 +86,17 @@ double rms_bound(DType type) {
     case DType::Q4_0: return 0.12;
     case DType::Q4_K: return 0.10;
     case DType::Q6_K: return 0.025;
+    case DType::Q4_1: return 0.10;
+    case DType::Q5_0: return 0.06;
+    case DType::Q5_1: return 0.05;
+    case DType::Q2_K: return 0.33;
+    case DType::Q3_K: return 0.18;
+    case DType::Q5_K: return 0.05;
+    case DType::IQ4_NL: return 0.10;
+    case DType::IQ4_XS: return 0.10;
+    case DType::F64:
+    case DType::I32:
+    case DType::I64: break;
   }
   return 0;
 }
@@ -124,7 +149,7 @@ TEST_P(PartialBlocks, AreRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(QuantizedTypes, PartialBlocks,
-                         ::testing::Values(DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K),
+                         ::testing::ValuesIn(quantized_dtypes()),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // GGML's quantize_row_q8_0_ref on x_j = j - 12.25: d = max abs / 127 = 18.75 / 127, q = round(x / d).

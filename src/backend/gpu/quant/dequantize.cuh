@@ -304,6 +304,268 @@ struct Decoder<DType::Q6_K> {
   }
 };
 
+// ---- GGML's other block types: the fp32 decode path only (no integer dot products) ----
+
+namespace detail {
+
+// Four bytes at a 4-byte-aligned address.
+__device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+
+// f(run, i, nibble) for the 32 nibbles of a block of GGML's 32-element types, 16 bytes as 4 words:
+// element i < 16 is the low nibble of byte i (run 0), element 16 + i its high nibble (run 1).
+template <class F>
+__device__ __forceinline__ void for_each_nibble(const std::uint32_t (&words)[4], F&& f) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const std::uint32_t byte = byte_of(words[i / 4], i % 4);
+    f(0, i, byte & 0xFu);
+    f(1, i, byte >> 4);
+  }
+}
+
+// cpu::kIq4Values[n] for a 4-bit code n: the table's 16 int8 values are four little-endian words, and a
+// byte permute picks byte n % 8 of the half that n / 8 names.
+__device__ __forceinline__ float iq4_value(std::uint32_t n) {
+  constexpr std::uint32_t k0 = 0xBFAD9881u, k1 = 0xF6EADDCFu, k2 = 0x26190D01u, k3 = 0x71594535u;
+  const std::uint32_t picked = n & 8 ? __byte_perm(k2, k3, n & 7) : __byte_perm(k0, k1, n & 7);
+  return static_cast<float>(static_cast<std::int8_t>(picked & 0xFFu));
+}
+
+// GGML's 32-element blocks as stored, a slice a block: two runs of 16 columns, elements 0-15 and 16-31.
+template <bool kBias, int kAlign>
+struct Block32Decoder {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = kBias;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 32, kSlicesPerBlock = 1, kAlignment = kAlign;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  // The runs' scale d, bias m and columns.
+  __device__ static void set_runs(int block, float d, float m, Slice& s) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      s.scale[r] = d;
+      s.bias[r] = m;
+      s.column[r] = 32 * block + 16 * r;
+    }
+  }
+};
+
+}  // namespace detail
+
+// The words in iq4_value are cpu::kIq4Values, byte for byte.
+static_assert([] {
+  for (int i = 0; i < 16; ++i) {
+    constexpr std::uint32_t kWords[4] = {0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u};
+    if (static_cast<std::int8_t>((kWords[i / 4] >> (8 * (i % 4))) & 0xFFu) != cpu::kIq4Values[i]) return false;
+  }
+  return true;
+}());
+
+// GGML's blocks as stored, 20 bytes (4-byte aligned): d and m, then Q4_0's nibbles; x = d * q + m.
+template <>
+struct Decoder<DType::Q4_1> : detail::Block32Decoder<true, 4> {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const std::uint8_t* block = row + sizeof(cpu::BlockQ4_1) * slice;
+    static_assert(offsetof(cpu::BlockQ4_1, qs) == 4);
+    const std::uint32_t head = detail::load_word(block);
+    const std::uint32_t words[4] = {detail::load_word(block + 4), detail::load_word(block + 8),
+                                    detail::load_word(block + 12), detail::load_word(block + 16)};
+    detail::for_each_nibble(words, [&](int r, int i, std::uint32_t n) { s.q[r][i] = detail::code_to_float(n, 0.0f); });
+    set_runs(slice, half_bits_to_float(head & 0xFFFFu), half_bits_to_float(head >> 16), s);
+  }
+};
+
+// GGML's blocks as stored, 22 bytes (2-byte aligned): d, the fifth bits (bit j: element j), then Q4_0's
+// nibbles; x = d * (q - 16).
+template <>
+struct Decoder<DType::Q5_0> : detail::Block32Decoder<false, 2> {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const std::uint8_t* block = row + sizeof(cpu::BlockQ5_0) * slice;
+    static_assert(offsetof(cpu::BlockQ5_0, qh) == 2 && offsetof(cpu::BlockQ5_0, qs) == 6);
+    const std::uint32_t high = detail::load_4_bytes(block + 2);
+    const std::uint32_t words[4] = {detail::load_4_bytes(block + 6), detail::load_4_bytes(block + 10),
+                                    detail::load_4_bytes(block + 14), detail::load_4_bytes(block + 18)};
+    detail::for_each_nibble(words, [&](int r, int i, std::uint32_t n) {
+      s.q[r][i] = detail::code_to_float(n | ((high >> (16 * r + i)) & 1u) << 4, 16.0f);
+    });
+    set_runs(slice, detail::load_half(block), 0.0f, s);
+  }
+};
+
+// GGML's blocks as stored, 24 bytes (4-byte aligned): d and m, the fifth bits, the nibbles; x = d * q + m.
+template <>
+struct Decoder<DType::Q5_1> : detail::Block32Decoder<true, 4> {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const std::uint8_t* block = row + sizeof(cpu::BlockQ5_1) * slice;
+    static_assert(offsetof(cpu::BlockQ5_1, qh) == 4 && offsetof(cpu::BlockQ5_1, qs) == 8);
+    const std::uint32_t head = detail::load_word(block), high = detail::load_word(block + 4);
+    const std::uint32_t words[4] = {detail::load_word(block + 8), detail::load_word(block + 12),
+                                    detail::load_word(block + 16), detail::load_word(block + 20)};
+    detail::for_each_nibble(words, [&](int r, int i, std::uint32_t n) {
+      s.q[r][i] = detail::code_to_float(n | ((high >> (16 * r + i)) & 1u) << 4, 0.0f);
+    });
+    set_runs(slice, half_bits_to_float(head & 0xFFFFu), half_bits_to_float(head >> 16), s);
+  }
+};
+
+// GGML's blocks as stored, 18 bytes (2-byte aligned): d, then the codes as Q4_0's nibbles;
+// x = d * kIq4Values[code].
+template <>
+struct Decoder<DType::IQ4_NL> : detail::Block32Decoder<false, 2> {
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const std::uint8_t* block = row + sizeof(cpu::BlockIQ4_NL) * slice;
+    static_assert(offsetof(cpu::BlockIQ4_NL, qs) == 2);
+    const std::uint32_t words[4] = {detail::load_4_bytes(block + 2), detail::load_4_bytes(block + 6),
+                                    detail::load_4_bytes(block + 10), detail::load_4_bytes(block + 14)};
+    detail::for_each_nibble(words, [&](int r, int i, std::uint32_t n) { s.q[r][i] = detail::iq4_value(n); });
+    set_runs(slice, detail::load_half(block), 0.0f, s);
+  }
+};
+
+// 8 slices per block (136 bytes, 8-byte aligned), slice c the 32 elements of sub-block c from
+// qs[16c, +16) as IQ4_NL's codes; x = d * (s[c] - 32) * kIq4Values[code], s[c] the 6-bit scale whose
+// low 4 bits are nibble c of scales_l and high 2 bits field c of scales_h.
+template <>
+struct Decoder<DType::IQ4_XS> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = false;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 8;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int c = slice % kSlicesPerBlock;
+    const std::uint8_t* block = row + sizeof(cpu::BlockIQ4_XS) * (slice / kSlicesPerBlock);
+    static_assert(offsetof(cpu::BlockIQ4_XS, scales_l) == 4 && offsetof(cpu::BlockIQ4_XS, qs) == 8);
+    const uint2 head = *reinterpret_cast<const uint2*>(block);  // d, scales_h, scales_l
+    const uint2 first = *reinterpret_cast<const uint2*>(block + 8 + 16 * c);  // qs[16c, +8), then [+8, +16)
+    const uint2 second = *reinterpret_cast<const uint2*>(block + 16 + 16 * c);
+    const std::uint32_t words[4] = {first.x, first.y, second.x, second.y};
+    detail::for_each_nibble(words, [&](int r, int i, std::uint32_t n) { s.q[r][i] = detail::iq4_value(n); });
+    const std::uint32_t scale_bits = ((head.y >> (4 * c)) & 0xFu) | ((head.x >> (16 + 2 * c)) & 3u) << 4;
+    const float d = half_bits_to_float(head.x & 0xFFFFu) * detail::code_to_float(scale_bits, 32.0f);
+    detail::Block32Decoder<false, kAlignment>::set_runs(slice, d, 0.0f, s);  // 32 columns a slice, as those
+  }
+};
+
+// 8 slices per block (176 bytes, 16-byte aligned), as Q4_K's: slice p holds elements [16(p % 2), +16)
+// of sub-blocks 2(p / 2) (low nibbles) and 2(p / 2) + 1 (high nibbles), and element l of sub-block j
+// takes bit j of qh[l] as its fifth bit; x = d * sc * q - dmin * m.
+template <>
+struct Decoder<DType::Q5_K> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = true;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int part = slice % kSlicesPerBlock;
+    const auto& block = detail::block_at<cpu::BlockQ5_K>(row, slice / kSlicesPerBlock);
+    static_assert(offsetof(cpu::BlockQ5_K, scales) == 4 && offsetof(cpu::BlockQ5_K, qh) == 16 &&
+                  offsetof(cpu::BlockQ5_K, qs) == 48);
+    const uint4 raw = detail::load_16_bytes(block.qs + 16 * part);
+    const uint4 raw_high = detail::load_16_bytes(block.qh + 16 * (part % 2));
+    const std::uint32_t nibbles[4] = {raw.x, raw.y, raw.z, raw.w}, fifth[4] = {raw_high.x, raw_high.y, raw_high.z, raw_high.w};
+    const int low_bit = 2 * (part / 2);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const std::uint32_t byte = detail::byte_of(nibbles[i / 4], i % 4), high = detail::byte_of(fifth[i / 4], i % 4) >> low_bit;
+      s.q[0][i] = detail::code_to_float((byte & 0xFu) | (high & 1u) << 4, 0.0f);
+      s.q[1][i] = detail::code_to_float((byte >> 4) | (high & 2u) << 3, 0.0f);
+    }
+    const uint4 head = detail::load_16_bytes(reinterpret_cast<const std::uint8_t*>(&block));
+    const std::uint32_t scales[3] = {head.y, head.z, head.w};
+    const float d = half_bits_to_float(head.x & 0xFFFFu), dmin = half_bits_to_float(head.x >> 16);
+    const int first = slice / kSlicesPerBlock * kBlockElems + 16 * (part % 2);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float scale, min;
+      detail::scale_min_k4(low_bit + r, scales, scale, min);
+      s.scale[r] = d * scale;
+      s.bias[r] = -dmin * min;
+      s.column[r] = first + 32 * (low_bit + r);
+    }
+  }
+};
+
+// 4 slices per block (84 bytes, 4-byte aligned): slice p = 2h + j takes the 16 bytes qs[32h + 16j, +16),
+// whose 2-bit fields k < 4 are elements 128h + 32k + 16j + [0, 16): run k, group 8h + 2k + j of 16;
+// x = d * (scales[g] & 15) * q - dmin * (scales[g] >> 4).
+template <>
+struct Decoder<DType::Q2_K> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = true;
+  static constexpr int kRuns = 4, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 4, kAlignment = 4;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int part = slice % kSlicesPerBlock, h = part / 2, j = part % 2;
+    const std::uint8_t* block = row + sizeof(cpu::BlockQ2_K) * (slice / kSlicesPerBlock);
+    static_assert(offsetof(cpu::BlockQ2_K, qs) == 16 && offsetof(cpu::BlockQ2_K, d) == 80);
+    const std::uint8_t* qs = block + 16 + 32 * h + 16 * j;
+    const std::uint32_t codes[4] = {detail::load_word(qs), detail::load_word(qs + 4), detail::load_word(qs + 8),
+                                    detail::load_word(qs + 12)};
+    const std::uint32_t scales[2] = {detail::load_word(block + 8 * h), detail::load_word(block + 8 * h + 4)};
+    const std::uint32_t dm = detail::load_word(block + 80);
+    const float d = half_bits_to_float(dm & 0xFFFFu), dmin = half_bits_to_float(dm >> 16);
+    const int first = slice / kSlicesPerBlock * kBlockElems + 128 * h + 16 * j;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s.q[k][i] = detail::code_to_float((detail::byte_of(codes[i / 4], i % 4) >> (2 * k)) & 3u, 0.0f);
+      const std::uint32_t sc = detail::byte_of(scales[k / 2], 2 * (k % 2) + j);
+      s.scale[k] = d * static_cast<float>(sc & 0xFu);
+      s.bias[k] = -dmin * static_cast<float>(sc >> 4);
+      s.column[k] = first + 32 * k;
+    }
+  }
+};
+
+// 4 slices per block (110 bytes, 2-byte aligned), as Q2_K's: slice p = 2h + j, run k the elements
+// 128h + 32k + 16j + [0, 16) of group g = 8h + 2k + j, each (qs[32h + 16j + i] >> 2k) & 3, less 4 unless
+// bit 4h + k of hmask[16j + i] is set; x = d * (s[g] - 32) * q, with s unpacked as
+// cpu::unpack_scales_q3_k does.
+template <>
+struct Decoder<DType::Q3_K> {
+  static constexpr bool kPlain = false;
+  static constexpr bool kHasBias = false;
+  static constexpr int kRuns = 4, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 4, kAlignment = 2;
+  static constexpr bool kIntegerDot = false;
+  using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    const int part = slice % kSlicesPerBlock, h = part / 2, j = part % 2;
+    const std::uint8_t* block = row + sizeof(cpu::BlockQ3_K) * (slice / kSlicesPerBlock);
+    static_assert(offsetof(cpu::BlockQ3_K, qs) == 32 && offsetof(cpu::BlockQ3_K, scales) == 96 &&
+                  offsetof(cpu::BlockQ3_K, d) == 108);
+    const uint4 low_raw = detail::load_16_bytes_any(block + 32 + 32 * h + 16 * j);
+    const uint4 high_raw = detail::load_16_bytes_any(block + 16 * j);
+    const std::uint32_t low[4] = {low_raw.x, low_raw.y, low_raw.z, low_raw.w};
+    const std::uint32_t high[4] = {high_raw.x, high_raw.y, high_raw.z, high_raw.w};
+    const std::uint32_t packed[3] = {detail::load_4_bytes(block + 96), detail::load_4_bytes(block + 100),
+                                     detail::load_4_bytes(block + 104)};
+    const float d = detail::load_half(block + 108);
+    const int first = slice / kSlicesPerBlock * kBlockElems + 128 * h + 16 * j;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const std::uint32_t low2 = (detail::byte_of(low[i / 4], i % 4) >> (2 * k)) & 3u;
+        const std::uint32_t bit = (detail::byte_of(high[i / 4], i % 4) >> (4 * h + k)) & 1u;
+        s.q[k][i] = detail::code_to_float(low2 | bit << 2, 4.0f);
+      }
+      const int g = 8 * h + 2 * k + j;
+      const std::uint32_t low4 = (detail::byte_of(packed[(g % 8) / 4], g % 4) >> (4 * (g / 8))) & 0xFu;
+      const std::uint32_t high2 = (detail::byte_of(packed[2], g % 4) >> (2 * (g / 4))) & 3u;
+      s.scale[k] = d * detail::code_to_float(low4 | high2 << 4, 32.0f);
+      s.column[k] = first + 32 * k;
+    }
+  }
+};
+
 // Calls f(Decoder<type>{}): turns a run-time type into a kernel's template argument.
 template <class F>
 void with_decoder(DType type, F&& f) {
@@ -315,6 +577,14 @@ void with_decoder(DType type, F&& f) {
     case DType::Q4_0: return f(Decoder<DType::Q4_0>{});
     case DType::Q4_K: return f(Decoder<DType::Q4_K>{});
     case DType::Q6_K: return f(Decoder<DType::Q6_K>{});
+    case DType::Q4_1: return f(Decoder<DType::Q4_1>{});
+    case DType::Q5_0: return f(Decoder<DType::Q5_0>{});
+    case DType::Q5_1: return f(Decoder<DType::Q5_1>{});
+    case DType::Q2_K: return f(Decoder<DType::Q2_K>{});
+    case DType::Q3_K: return f(Decoder<DType::Q3_K>{});
+    case DType::Q5_K: return f(Decoder<DType::Q5_K>{});
+    case DType::IQ4_NL: return f(Decoder<DType::IQ4_NL>{});
+    case DType::IQ4_XS: return f(Decoder<DType::IQ4_XS>{});
     case DType::F64:
     case DType::I32:
     case DType::I64: break;

@@ -16,7 +16,11 @@ TEST_F(Embedding, MatchesCpuDequantizeForEveryType) {
   const Case cases[] = {{DType::F32, 4096}, {DType::F32, 1001}, {DType::F16, 4096}, {DType::F16, 333},
                         {DType::BF16, 4096}, {DType::BF16, 7},  {DType::Q8_0, 4096}, {DType::Q8_0, 96},
                         {DType::Q4_0, 4096}, {DType::Q4_0, 96}, {DType::Q4_K, 4096}, {DType::Q4_K, 768},
-                        {DType::Q6_K, 4096}, {DType::Q6_K, 768}};
+                        {DType::Q6_K, 4096}, {DType::Q6_K, 768},  {DType::Q4_1, 4096}, {DType::Q4_1, 96},
+                        {DType::Q5_0, 4096}, {DType::Q5_0, 96},  {DType::Q5_1, 4096}, {DType::Q5_1, 96},
+                        {DType::IQ4_NL, 4096}, {DType::IQ4_NL, 96}, {DType::Q2_K, 4096}, {DType::Q2_K, 768},
+                        {DType::Q3_K, 4096}, {DType::Q3_K, 768}, {DType::Q5_K, 4096}, {DType::Q5_K, 768},
+                        {DType::IQ4_XS, 4096}, {DType::IQ4_XS, 768}};
   for (const auto& c : cases) {
     const auto table = encode_rows(c.type, random_floats(kVocab * c.cols, -2.0f, 2.0f), kVocab, c.cols);
     std::vector<std::int32_t> tokens = {0, static_cast<std::int32_t>(kVocab - 1)};

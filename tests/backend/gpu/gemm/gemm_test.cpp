@@ -33,6 +33,11 @@ constexpr Case kCases[] = {
     {DType::F16, 3, 200, 520},    {DType::BF16, 66, 129, 96},  {DType::BF16, 64, 64, 4096},  {DType::Q8_0, 67, 129, 96},
     {DType::Q8_0, 2, 70, 4096},   {DType::Q4_0, 67, 100, 160}, {DType::Q4_K, 67, 129, 768},  {DType::Q4_K, 67, 130, 4096},
     {DType::Q6_K, 67, 129, 768},  {DType::Q6_K, 9, 33, 256},
+    // GGML's other types: 32-element blocks in rows of 20, 22, 24 and 18 bytes a block, and the
+    // super-blocks (Q2_K's and Q3_K's slices, like Q6_K's, wider than a tile).
+    {DType::Q4_1, 67, 129, 96},   {DType::Q5_0, 67, 100, 160}, {DType::Q5_1, 5, 70, 4096},  {DType::IQ4_NL, 67, 129, 96},
+    {DType::Q2_K, 67, 129, 768},  {DType::Q3_K, 67, 130, 768}, {DType::Q3_K, 9, 33, 256},   {DType::Q5_K, 67, 129, 768},
+    {DType::IQ4_XS, 67, 130, 4096}, {DType::IQ4_XS, 9, 33, 256},
     // Decode batches of 16-bit weights (launch_gemm_few_tokens where built for the device).
     {DType::BF16, 8, 300, 512},   {DType::F16, 5, 65, 256},
 };

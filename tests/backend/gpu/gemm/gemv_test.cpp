@@ -54,7 +54,7 @@ std::string describe(DType type, std::size_t rows, std::size_t cols) {
   return std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
 }
 
-constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+constexpr const auto& kTypes = kWeightDTypes;
 
 TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
   struct Case {
@@ -66,9 +66,14 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
       {DType::BF16, 1037, 4096}, {DType::BF16, 3, 7},     {DType::Q8_0, 1037, 4096}, {DType::Q8_0, 37, 96},
       {DType::Q4_0, 1037, 4096}, {DType::Q4_0, 5, 96},    {DType::Q4_K, 1037, 4096}, {DType::Q4_K, 37, 768},
       {DType::Q6_K, 1037, 4096}, {DType::Q6_K, 37, 768},
+      {DType::Q4_1, 1037, 4096}, {DType::Q4_1, 37, 96},   {DType::Q5_0, 1037, 4096}, {DType::Q5_0, 5, 96},
+      {DType::Q5_1, 1037, 4096}, {DType::Q5_1, 37, 160},  {DType::IQ4_NL, 1037, 4096}, {DType::IQ4_NL, 5, 96},
+      {DType::Q2_K, 1037, 4096}, {DType::Q2_K, 37, 768},  {DType::Q3_K, 1037, 4096}, {DType::Q3_K, 37, 768},
+      {DType::Q5_K, 1037, 4096}, {DType::Q5_K, 37, 768},  {DType::IQ4_XS, 1037, 4096}, {DType::IQ4_XS, 37, 768},
       // Long rows, and row counts that leave a block's last rows spare.
       {DType::F32, 37, 8196},    {DType::F16, 5, 9001},   {DType::Q8_0, 3, 4160},    {DType::Q4_K, 37, 14336},
-      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 2, 14344},
+      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 2, 14344},  {DType::Q3_K, 7, 14336},
+      {DType::Q5_0, 6, 14336},   {DType::IQ4_XS, 3, 4352},
   };
   for (const auto& c : cases) {
     const auto w = encode_rows(c.type, random_floats(c.rows * c.cols), c.rows, c.cols);
