@@ -47,4 +47,15 @@ PerplexityResult perplexity(ModelRunner& runner, const std::vector<std::int32_t>
   return result;
 }
 
+std::vector<float> prompt_logits(ModelRunner& runner, const std::vector<std::int32_t>& ids) {
+  SequenceBlocks blocks(runner.blocks(), ModelRunner::kBlockSize);
+  blocks.reserve(static_cast<int>(ids.size()));
+  Batch batch;
+  batch.block_tables.push_back(blocks.table());
+  batch.add_sequence(0, ids.data(), ids.size(), 0, false, true);
+  std::vector<float> logits(ids.size() * runner.config().vocab_size, std::nanf(""));  // NaN: a row left unwritten shows
+  runner.forward(batch, logits);
+  return logits;
+}
+
 }  // namespace rf

@@ -1,5 +1,7 @@
 #pragma once
-// Perplexity of a token sequence. The text is cut into consecutive windows of `window` tokens
+// Scoring a token sequence: its perplexity, or its logits at every position.
+//
+// Perplexity: The text is cut into consecutive windows of `window` tokens
 // (one window, as Hugging Face scores it, when it fits); in each window every token after the
 // first is scored given the earlier tokens of that window.
 #include <cstdint>
@@ -18,5 +20,9 @@ struct PerplexityResult {
 };
 
 PerplexityResult perplexity(ModelRunner& runner, const std::vector<std::int32_t>& ids, int window);
+
+// The logits at every position of `ids` (rows of vocab_size floats), the whole sequence run as one
+// batch from position 0: what the reference tests compare against other implementations.
+std::vector<float> prompt_logits(ModelRunner& runner, const std::vector<std::int32_t>& ids);
 
 }  // namespace rf

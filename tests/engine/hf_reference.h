@@ -82,13 +82,7 @@ class HfReferenceTest : public testing::TestWithParam<Case> {
   // (relative to the largest logit) within `tolerance`.
   void expect_logits_match(double tolerance) {
     const auto prompt = ids("prompt_ids");
-    SequenceBlocks blocks(runner_->blocks(), ModelRunner::kBlockSize);
-    blocks.reserve(static_cast<int>(prompt.size()));
-    Batch batch;
-    batch.block_tables.push_back(blocks.table());
-    batch.add_sequence(0, prompt.data(), prompt.size(), 0, false, true);
-    std::vector<float> logits(batch.logit_rows.size() * runner_->config().vocab_size, std::nanf(""));
-    runner_->forward(batch, logits);
+    const std::vector<float> logits = prompt_logits(*runner_, prompt);
 
     const auto& expected = ref_.at("logits");
     ASSERT_EQ(expected.size(), prompt.size());
