@@ -107,13 +107,11 @@ class GpuForward : public ForwardPass {
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
   // o and down GEMVs adding into x: one token, and 16- or 32-bit float weights in every product of a
-  // norm's output. (Q8_0 and Q4_0 read x's int8 copy, which the norm makes; Q4_K and Q6_K are bound by
-  // their decode arithmetic, where the fold's multiply costs more than the launch: measured on q4_k,
-  // docs/perf_history.md, v9.) Not in batch-invariant mode, whose steps of several tokens keep the
-  // norm's launch.
+  // norm's output. (Quantized weights read x's int8 copy, which the norm makes.) Not in batch-invariant
+  // mode, whose steps of several tokens keep the norm's launch.
   bool folds_norms(int n_tokens) const;
-  // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
-  // step's buffer for it; else none.
+  // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (quantized weights):
+  // the step's buffer for it; else none.
   gpu::QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
   // Where the GEMM that multiplies w for n_tokens takes a 16-bit copy of its input (16-bit and
   // quantized weights): the step's buffer for it, as the type it needs; else none.

@@ -31,10 +31,15 @@ TEST_P(HfReferenceGpu, LogitsMatchAtEveryPromptPosition) { expect_logits_match(l
 // Decode runs the GEMV, which decodes weights exactly and sums in fp32. Prefill's GEMM rounds its
 // operands to 16 bits for all but f32 weights (up to 0.24 max abs logit error on the quantized
 // fixtures, above their smallest top-1/top-2 margins of 0.019 to 0.079): those models prefill token
-// by token here, through the GEMV.
+// by token here, through the GEMV. Its quantized weights multiply x rounded to int8 in blocks of 32
+// (within 1/254 of each block's largest |x|: products within 4e-3 relative, gemv_test.cpp), which
+// moves these fixtures' logits (largest about 13) by up to about 5e-2: a quantized model's
+// continuation may part from the reference at a near tie within that (q4_k_m's smallest margin is
+// 0.019).
 TEST_P(HfReferenceGpu, GreedyContinuationIsIdentical) {
   if (dtype() != "f32") load(built_backends().back(), 1);
-  expect_greedy_continuation_identical();
+  const bool rounds_x = dtype() != "f32" && dtype() != "f16" && dtype() != "bf16";
+  expect_greedy_continuation_identical(rounds_x ? 5e-2 : 0.0);
 }
 
 // The mean negative log-likelihood averages the logits' errors over the positions (measured 1.8e-4
