@@ -13,7 +13,10 @@
 // The quantized types also multiply int8 activations (QuantizedActivations, quant/activation_copies.h)
 // by integer dot products (kIntegerDot), a unit of 32 columns (one block of x's codes) at a time:
 // load_codes() takes a unit's quants as stored and its scales, dot() their product with x's 32 codes
-// of the same columns (x_sum: their sum, for offsets and mins; x_scale: their scale).
+// of the same columns (x_sum: their sum, for offsets and mins; x_scale: their scale). The tensor-core
+// path of decode batches (gemm_quantized_few_tokens.cu) takes a unit as two halves of 16 columns:
+// unit_word() the signed codes of 4 of their columns, unit_scale() each half's scale and unit_offset()
+// what every element subtracts (w = scale * code - offset).
 //
 // Layout (device_layout.h): Q8_0, Q4_0 and Q6_K rows are split on upload into runs of one kind of
 // field each (a row's quants first, 16 bytes a unit), Q4_K's blocks rearranged in place, so that a
@@ -88,14 +91,18 @@ __device__ __forceinline__ float byte_to_float(std::uint32_t word, int k, float 
   return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | static_cast<unsigned>(k))) - (8388608.0f + offset);
 }
 
-// 32 elements as 16 bytes of nibbles (byte i: element i low, element 16 + i high): their dot product
-// with x's 32 codes, and their values less `offset` into a slice's two runs.
+// 32 elements as 16 bytes of nibbles (byte i: element i low, element 16 + i high): 4 of their codes,
+// their dot product with x's 32 codes, and their values less `offset` into a slice's two runs.
+// nibble_word: the codes of elements 16 half + 4k + [0, 4), one a byte.
+__device__ __forceinline__ int nibble_word(const uint4& q, int half, int k) {
+  return static_cast<int>((word_of(q, k) >> (4 * half)) & 0x0F0F0F0Fu);
+}
 __device__ __forceinline__ int dot_nibbles(const uint4& q, const int (&x)[8]) {
   int sum = 0;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    sum = dot4_i8(static_cast<int>(word_of(q, j) & 0x0F0F0F0Fu), x[j], sum);
-    sum = dot4_i8(static_cast<int>((word_of(q, j) >> 4) & 0x0F0F0F0Fu), x[4 + j], sum);
+    sum = dot4_i8(nibble_word(q, 0, j), x[j], sum);
+    sum = dot4_i8(nibble_word(q, 1, j), x[4 + j], sum);
   }
   return sum;
 }
@@ -201,6 +208,9 @@ struct Decoder<DType::Q8_0> {
     }
     return c.scale * x_scale * static_cast<float>(sum);
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return static_cast<int>(detail::word_of(c.q[half], k)); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& /*c*/) { return 0.0f; }
 };
 
 // Split rows (device_layout.h): each block's 16 bytes of nibbles, then each block's f16 scale d. One
@@ -233,6 +243,9 @@ struct Decoder<DType::Q4_0> {
   __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
     return c.scale * x_scale * static_cast<float>(detail::dot_nibbles(c.q[0], x) - 8 * x_sum);
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return detail::nibble_word(c.q[0], half, k); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& c) { return 8.0f * c.scale; }
 };
 
 // Q4_K in its device layout (device_layout.h): GGML's 144-byte blocks, each 16 bytes of scales then 8
@@ -267,6 +280,9 @@ struct Decoder<DType::Q4_K> {
   __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
     return x_scale * (c.scale * static_cast<float>(detail::dot_nibbles(c.q, x)) - c.min * static_cast<float>(x_sum));
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return detail::nibble_word(c.q, half, k); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& c) { return c.min; }
   __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
     Codes c;
     load_codes(row, 0, slice, c);
@@ -329,6 +345,9 @@ struct Decoder<DType::Q6_K> {
     }
     return x_scale * c.d * static_cast<float>(c.scale[0] * sums[0] + c.scale[1] * sums[1]);
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return centred_codes(c, half, k); }
+  __device__ static float unit_scale(const Codes& c, int half) { return c.d * static_cast<float>(c.scale[half]); }
+  __device__ static float unit_offset(const Codes& /*c*/) { return 0.0f; }
   // row_blocks: the row's 256-column blocks.
   __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
     Codes c;
