@@ -61,9 +61,11 @@ struct RoundedShape {
   std::size_t tokens, cols;
 };
 
+// The int8 copy serves one token's GEMVs, decode batches' quantized GEMMs (up to
+// kMostQuantizedFewTokens tokens), and every step's GEMVs when batch-invariant.
 RoundedShape rounded_shape(const ModelConfig& c, const GpuForwardOptions& o) {
-  return {static_cast<std::size_t>(o.batch_invariant ? o.max_batch_tokens : 1),
-          static_cast<std::size_t>(std::max({c.hidden_size, c.q_dim(), c.intermediate_size}))};
+  const int tokens = o.batch_invariant ? o.max_batch_tokens : std::min(o.max_batch_tokens, kMostQuantizedFewTokens);
+  return {static_cast<std::size_t>(tokens), static_cast<std::size_t>(std::max({c.hidden_size, c.q_dim(), c.intermediate_size}))};
 }
 
 std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
@@ -280,12 +282,18 @@ bool GpuForward::folds_norms(int n_tokens) const {
   return n_tokens == 1 && !options_.batch_invariant && norms_foldable_;
 }
 
-QuantizedActivations GpuForward::rounding_for(const WeightMatrix& w, int n_tokens) const {
-  return gemv_serves(n_tokens) && gemv_reads_rounded(w.dtype) ? rounded_ : QuantizedActivations{};
+bool GpuForward::gemm_reads_rounded(const WeightMatrix& w, int n_tokens, bool decode_only) const {
+  return decode_only && !gemv_serves(n_tokens) && gemm_multiplies_rounded(w.dtype, n_tokens);
 }
 
-HalfCopy GpuForward::half_copy_for(const WeightMatrix& w, int n_tokens) const {
+QuantizedActivations GpuForward::rounding_for(const WeightMatrix& w, int n_tokens, bool decode_only) const {
+  const bool gemv = gemv_serves(n_tokens) && gemv_reads_rounded(w.dtype);
+  return gemv || gemm_reads_rounded(w, n_tokens, decode_only) ? rounded_ : QuantizedActivations{};
+}
+
+HalfCopy GpuForward::half_copy_for(const WeightMatrix& w, int n_tokens, bool decode_only) const {
   if (gemv_serves(n_tokens) || w.dtype == DType::F32 || !gemm_takes_half_copy()) return {};
+  if (gemm_reads_rounded(w, n_tokens, decode_only)) return {};
   return {activations_.half, gemm_operand_type(w.dtype)};
 }
 
@@ -295,7 +303,7 @@ AttentionPlan GpuForward::attention_plan(const AttentionBatch& batch) const {
 }
 
 void GpuForward::project(std::span<const WeightProduct> products, GemvInput x, int n_tokens) {
-  if (!gemv_serves(n_tokens)) return launch_gemm_group(ctx_, products, x.x, n_tokens, x.half);
+  if (!gemv_serves(n_tokens)) return launch_gemm_group(ctx_, products, x.x, n_tokens, x.half, x.rounded);
   x.fixed_order = options_.batch_invariant;
   // One GEMV launch for the products that share a type (all of them but in some GGUF mixes).
   const bool shared = std::all_of(products.begin(), products.end(), [&](const WeightProduct& p) { return same_type(p.w, products[0].w); });
@@ -314,7 +322,8 @@ void GpuForward::project(const WeightMatrix& w, GemvInput x, int n_tokens, float
 }
 
 StepPlan GpuForward::plan_step(const StepShape& shape) const {
-  StepPlan plan{attention_plan(attention_batch(shape)), {}, {rounding_for(weights_.output, shape.n_logits), {}}};
+  StepPlan plan{attention_plan(attention_batch(shape)), {},
+                {rounding_for(weights_.output, shape.n_logits, shape.decode_only), {}}};
   for (const GpuLayer& w : weights_.layers) plan.layers.push_back(plan_layer(w, shape));
   return plan;
 }
@@ -327,7 +336,8 @@ LayerPlan GpuForward::plan_layer(const GpuLayer& w, const StepShape& shape) cons
   p.folded_norms = folds_norms(n);
   p.residual = p.folded_norms ? ResidualAt::InGemv : ResidualAt::NextNorm;
   // A GEMV that reads int8 x gets it from the norm before it, or from a rounding pass of its own.
-  p.qkv_in = {rounding_for(w.wq, n), half_copy_for(w.wq, n)};
+  const bool decode = shape.decode_only;
+  p.qkv_in = {rounding_for(w.wq, n, decode), half_copy_for(w.wq, n, decode)};
   // A decode batch's q, k and v from one GEMM of the stacked matrix, where only the attention (which
   // takes rows of all three) reads them: no biases, no q/k norm.
   p.stacked_qkv = shape.decode_only && !gemv_serves(n) && w.wqkv.data && !w.bq && !config_.qk_norm;
@@ -337,10 +347,10 @@ LayerPlan GpuForward::plan_layer(const GpuLayer& w, const StepShape& shape) cons
   // o's 16-bit copy comes from the decode attention alone; so does its int8 copy where heads hold whole
   // blocks of 32 (else a rounding pass makes it).
   const bool attention_decodes = p.rope != RopeAt::OwnKernel;
-  p.o_in = {rounding_for(w.wo, n), attention_decodes ? half_copy_for(w.wo, n) : HalfCopy{}};
+  p.o_in = {rounding_for(w.wo, n, decode), attention_decodes ? half_copy_for(w.wo, n, decode) : HalfCopy{}};
   p.attention_rounds = p.o_in.rounded.codes && attention_decodes && config_.head_dim % 32 == 0;
-  p.gate_up_in = {rounding_for(w.w_gate, n), half_copy_for(w.w_gate, n)};
-  p.down_in = {rounding_for(w.w_down, n), half_copy_for(w.w_down, n)};
+  p.gate_up_in = {rounding_for(w.w_gate, n, decode), half_copy_for(w.w_gate, n, decode)};
+  p.down_in = {rounding_for(w.w_down, n, decode), half_copy_for(w.w_down, n, decode)};
   // The stacked gate/up GEMM where down multiplies SwiGLU's 16-bit copy alone.
   p.ffn = gemv_serves(n) && same_type(w.w_gate, w.w_up) ? FfnAt::GemvSwiglu
           : w.w_gate_up.data && p.down_in.half.data    ? FfnAt::StackedGemm
@@ -401,7 +411,7 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
 
   if (!fold) launch_rms_norm(a.x, residual, w.attn_norm, n, c.hidden_size, eps, a.normed, ctx, p.qkv_in.rounded, p.qkv_in.half);
   if (p.stacked_qkv) {
-    project(w.wqkv, {a.normed, {}, p.qkv_in.half}, n, a.q);
+    project(w.wqkv, {a.normed, p.qkv_in.rounded, p.qkv_in.half}, n, a.q);
   } else {
     const WeightProduct qkv[] = {{w.wq, a.q}, {w.wk, a.k}, {w.wv, a.v}};
     project(qkv, fold ? GemvInput{a.x, RmsNormOf{w.attn_norm, eps}} : GemvInput{a.normed, p.qkv_in.rounded, p.qkv_in.half}, n);

@@ -107,17 +107,21 @@ class GpuForward : public ForwardPass {
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
   // o and down GEMVs adding into x: one token, and 16- or 32-bit float weights in every product of a
-  // norm's output. (Q8_0 and Q4_0 read x's int8 copy, which the norm makes; Q4_K and Q6_K are bound by
-  // their decode arithmetic, where the fold's multiply costs more than the launch: measured on q4_k,
-  // docs/perf_history.md, v9.) Not in batch-invariant mode, whose steps of several tokens keep the
-  // norm's launch.
+  // norm's output. (Quantized weights read x's int8 copy, which the norm makes.) Not in batch-invariant
+  // mode, whose steps of several tokens keep the norm's launch.
   bool folds_norms(int n_tokens) const;
-  // Where the GEMV that multiplies w for n_tokens wants its input rounded to int8 (Q8_0, Q4_0): the
-  // step's buffer for it; else none.
-  gpu::QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens) const;
+  // Whether the GEMM that multiplies w for n_tokens takes x's int8 copy: quantized weights in a decode
+  // batch (gemm_multiplies_rounded), rounded as the GEMV rounds one token's. Prefill keeps 16-bit
+  // operands: the int8 rounding moved the quantized fixtures' prefill logits 8 times as far from the
+  // reference (docs/perf_history.md, issue #25).
+  bool gemm_reads_rounded(const WeightMatrix& w, int n_tokens, bool decode_only) const;
+  // Where the GEMV or GEMM that multiplies w for n_tokens wants its input rounded to int8: the step's
+  // buffer for it; else none.
+  gpu::QuantizedActivations rounding_for(const WeightMatrix& w, int n_tokens, bool decode_only) const;
   // Where the GEMM that multiplies w for n_tokens takes a 16-bit copy of its input (16-bit and
-  // quantized weights): the step's buffer for it, as the type it needs; else none.
-  gpu::HalfCopy half_copy_for(const WeightMatrix& w, int n_tokens) const;
+  // quantized weights, unless it takes the int8 copy): the step's buffer for it, as the type it needs;
+  // else none.
+  gpu::HalfCopy half_copy_for(const WeightMatrix& w, int n_tokens, bool decode_only) const;
   gpu::AttentionPlan attention_plan(const gpu::AttentionBatch& batch) const;
   // out = W x for n_tokens tokens (GEMV or GEMM, as above); products of one x go together.
   void project(std::span<const gpu::WeightProduct> products, gpu::GemvInput x, int n_tokens);

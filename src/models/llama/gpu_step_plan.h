@@ -10,7 +10,7 @@
 namespace rf::llama {
 
 // The copies of a product's input that its kernel reads besides fp32 x, written by the kernel that
-// makes that input: int8 blocks (the GEMV of Q8_0 and Q4_0), a 16-bit copy (the GEMM). None: x alone.
+// makes that input: int8 blocks (the GEMV of quantized weights), a 16-bit copy (the GEMM). None: x alone.
 struct InputCopies {
   gpu::QuantizedActivations rounded{};
   gpu::HalfCopy half{};

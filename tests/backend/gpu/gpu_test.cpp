@@ -111,6 +111,14 @@ EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_
   return encoded;
 }
 
+std::vector<double> reference_product(const EncodedRows& w, std::size_t rows, std::size_t cols, const std::vector<float>& x) {
+  std::vector<double> ref(rows, 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w.decoded[r * cols + i]) * x[i];
+  }
+  return ref;
+}
+
 RoundedValues round_to_int8(const std::vector<float>& x) {
   constexpr std::size_t kBlock = 32;
   RoundedValues r{std::vector<std::int8_t>(x.size()), {}, {}, std::vector<float>(x.size())};

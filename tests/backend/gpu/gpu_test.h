@@ -59,6 +59,9 @@ struct EncodedRows {
 };
 EncodedRows encode_rows(DType type, const std::vector<float>& values, std::size_t rows, std::size_t cols);
 
+// W x in double from the decoded weights, for one vector x of `cols` values.
+std::vector<double> reference_product(const EncodedRows& w, std::size_t rows, std::size_t cols, const std::vector<float>& x);
+
 // Values rounded to int8 as QuantizedActivations (backend/gpu/quant/activation_copies.h) describes:
 // codes, each block of 32's scale and code sum, and what the codes stand for (scale * code).
 // round_to_int8 is the host reference of the GPU's rounding; RoundedBuffer holds the GPU's.

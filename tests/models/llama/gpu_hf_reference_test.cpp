@@ -1,5 +1,7 @@
 // The Hugging Face fixtures end to end on the GPU backend: the CPU backend's checks
 // (tests/engine/hf_reference.h) with the GPU's tolerances. Skipped without a device.
+#include <fmt/format.h>
+
 #include "backend/gpu/runtime/devices.h"
 #include "engine/backend_select.h"
 #include "engine/hf_reference.h"
@@ -31,10 +33,26 @@ TEST_P(HfReferenceGpu, LogitsMatchAtEveryPromptPosition) { expect_logits_match(l
 // Decode runs the GEMV, which decodes weights exactly and sums in fp32. Prefill's GEMM rounds its
 // operands to 16 bits for all but f32 weights (up to 0.24 max abs logit error on the quantized
 // fixtures, above their smallest top-1/top-2 margins of 0.019 to 0.079): those models prefill token
-// by token here, through the GEMV.
+// by token here, through the GEMV. Its quantized weights multiply x rounded to int8 in blocks of 32
+// (products within 4e-3 relative: gemv_test.cpp), which these random models amplify through their
+// layers: the one-token path's prompt logits were off by 2.6e-2 (q4_0) to 4.7e-2 (q4_k_m) of the
+// largest (H200, 2026-11-27), held to kInt8Tolerance. The continuation may part from the reference at
+// a near tie within twice that path's measured error.
+constexpr double kInt8Tolerance = 8e-2;
+
 TEST_P(HfReferenceGpu, GreedyContinuationIsIdentical) {
   if (dtype() != "f32") load(built_backends().back(), 1);
-  expect_greedy_continuation_identical();
+  double near_tie = 0.0;
+  if (dtype() != "f32" && dtype() != "f16" && dtype() != "bf16") {
+    const LogitErrors e = prompt_logit_errors();
+    fmt::print("one-token path's prompt logits ({}): relative L2 error {:.2e}, max abs error {:.2e} ({:.2e} of max "
+               "|logit|), tolerance {:.0e}\n",
+               dtype(), e.relative_l2, e.max_abs, e.max_abs / e.max_ref, kInt8Tolerance);
+    EXPECT_LT(e.relative_l2, kInt8Tolerance);
+    EXPECT_LT(e.max_abs / e.max_ref, kInt8Tolerance);
+    near_tie = 2.0 * e.max_abs;
+  }
+  expect_greedy_continuation_identical(near_tie);
 }
 
 // The mean negative log-likelihood averages the logits' errors over the positions (measured 1.8e-4

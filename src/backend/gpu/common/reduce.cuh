@@ -41,4 +41,26 @@ __device__ float block_sum(float v) { return group_reduce<kBlockThreads, kBlockT
 template <int kBlockThreads>
 __device__ float block_max(float v) { return group_reduce<kBlockThreads, kBlockThreads>(v, MaxOp{}); }
 
+// Adds each warp's kValues per lane into warp 0's, pairwise in a fixed tree (warp w adds warp w +
+// half's, for halves kWarps / 2, ..., 1), so that the sums never depend on timing: the warps' partial
+// sums of a split product (the decode batches' tensor-core GEMMs). `partial` is shared memory of
+// kWarps / 2 * kValues * kLanes floats; every thread of the block must call this.
+template <int kWarps, int kLanes, int kValues>
+__device__ void sum_warps_in_tree(float* values, float* partial) {
+  const int lane = static_cast<int>(threadIdx.x) % kLanes, warp = static_cast<int>(threadIdx.x) / kLanes;
+#pragma unroll
+  for (int half = kWarps / 2; half >= 1; half /= 2) {
+    if (warp >= half && warp < 2 * half) {
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) partial[((warp - half) * kValues + v) * kLanes + lane] = values[v];
+    }
+    __syncthreads();
+    if (warp < half) {
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) values[v] += partial[(warp * kValues + v) * kLanes + lane];
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace rf::gpu

@@ -9,6 +9,9 @@
 
 namespace rf::gpu {
 
+// mma.sync is an instruction of a 32-lane warp; m16n8k16's C tile is 16 rows by 8 columns.
+inline constexpr int kMmaLanes = 32, kMmaRows = 16, kMmaCols = 8;
+
 // Whether the build holds code of `kernel` for this device made for sm_80 or later, the fast paths'
 // condition: false (and no error left for later checks) where it holds none.
 template <class Kernel>
@@ -73,6 +76,15 @@ __device__ __forceinline__ void mma(float (&c)[4], unsigned a0, unsigned a1, uns
 }
 __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   mma(c, a[0], a[1], a[2], a[3], b0, b1);
+}
+
+// c += a b for a 16x16 A and a 16x8 B of signed bytes, int32 C (mma.m16n8k16 .s8): lane l holds A's
+// rows l/4 (a0) and l/4 + 8 (a1) and B's column l/4, each at the 4 columns (of A, rows of B) 4(l%4) +
+// [0, 4), one a byte; C as above.
+__device__ __forceinline__ void mma_s8(int (&c)[4], int a0, int a1, int b0) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a0), "r"(a1), "r"(b0));
 }
 
 }  // namespace rf::gpu

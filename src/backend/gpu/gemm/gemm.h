@@ -21,12 +21,21 @@ std::unique_ptr<GemmContext> make_gemm_context(const DeviceContext& device);
 // builds: the tiled kernel, which multiplies in fp32).
 bool gemm_takes_half_copy();
 
+// The most tokens of a decode batch whose quantized products multiply x's int8 copy.
+inline constexpr int kMostQuantizedFewTokens = 64;
+
+// Whether launch_gemm_group multiplies weights of `type` for n_tokens by the int8 copy of x it is given
+// (quantized decode batches, on CUDA's integer tensor cores; the result moves by x's rounding, as the
+// GEMV's integer path does).
+bool gemm_multiplies_rounded(DType type, int n_tokens);
+
 // For each product, out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens: the
 // prefill products (n_tokens > 1; the decode GEMV of gemv.h serves n_tokens == 1), any stored type of W.
 // The products of one group share x, so it is prepared (rounded for the tensor cores) once, or not at
-// all where `half` is x already rounded to the type the products need.
+// all where `half` is x already rounded to the type the products need. Where `rounded` (x's int8
+// copy) is given, the products gemm_multiplies_rounded takes multiply it.
 void launch_gemm_group(const DeviceContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
-                       HalfCopy half = {});
+                       HalfCopy half = {}, QuantizedActivations rounded = {});
 
 inline void launch_gemm(const DeviceContext& ctx, const WeightMatrix& w, const float* x, int n_tokens, float* out) {
   const WeightProduct product{w, out};

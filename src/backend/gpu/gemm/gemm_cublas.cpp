@@ -4,7 +4,8 @@
 // logits drifted past the HF reference's 1e-2. Activations past f16's 65504 would overflow, which
 // Llama-family models stay far below). f32 weights take SGEMM, fp32 throughout (cuBLAS uses TF32 only
 // when asked to). Decode batches of 16-bit weights may go to the project's own tensor-core kernel
-// instead (launch_gemm_few_tokens), on the same rounded operands.
+// instead (launch_gemm_few_tokens), on the same rounded operands, and those of quantized weights, given
+// x's int8 copy, to its integer tensor-core kernel (launch_gemm_quantized_few_tokens).
 #include <cublas_v2.h>
 
 #include <cstdint>
@@ -26,18 +27,21 @@ void check(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) throw_bad_launch(call, cublasGetStatusString(status));
 }
 
-// ROCMFORGE_FEW_TOKENS_GEMM=0 leaves decode batches to cuBLAS (there to measure the kernel's gain).
+// ROCMFORGE_FEW_TOKENS_GEMM=0 leaves decode batches to cuBLAS (there to measure the kernels' gain).
 bool few_tokens_allowed() {
   const char* setting = std::getenv("ROCMFORGE_FEW_TOKENS_GEMM");
   return setting == nullptr || std::string_view(setting) != "0";
 }
+
 
 }  // namespace
 
 class GemmContext {
  public:
   explicit GemmContext(const DeviceContext& device)
-      : device_(device), workspace_(kWorkspaceBytes), few_tokens_(few_tokens_allowed() && few_tokens_gemm_available()) {
+      : device_(device),
+        workspace_(kWorkspaceBytes),
+        few_tokens_(few_tokens_allowed() && few_tokens_gemm_available()) {
     check(cublasCreate(&handle_), "cublasCreate");
     cublasStatus_t status = cublasSetStream(handle_, device.stream());
     if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes());
@@ -48,7 +52,8 @@ class GemmContext {
   GemmContext& operator=(const GemmContext&) = delete;
   ~GemmContext() { (void)cublasDestroy(handle_); }
 
-  void multiply(std::span<const WeightProduct> products, const float* x, int n_tokens, HalfCopy half) {
+  void multiply(std::span<const WeightProduct> products, const float* x, int n_tokens, HalfCopy half,
+                QuantizedActivations rounded) {
     // x's 16-bit copy: the caller's, else made once per operand type the products need.
     DType rounded_as = half.data ? half.type : DType::F32;
     const std::uint16_t* x16 = half.data;
@@ -64,6 +69,10 @@ class GemmContext {
         check(cublasSgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tokens, cols, &one,
                           static_cast<const float*>(w.data), cols, x, cols, &zero, p.out, rows),
               "cublasSgemm");
+        continue;
+      }
+      if (rounded.codes && gemm_multiplies_rounded(w.dtype, n_tokens)) {
+        launch_gemm_quantized_few_tokens(w, rounded, n_tokens, p.out, device_);
         continue;
       }
       const void* w16 = w.data;
@@ -129,11 +138,18 @@ std::unique_ptr<GemmContext> make_gemm_context(const DeviceContext& device) {
 
 bool gemm_takes_half_copy() { return true; }
 
+// Decoding a quantized decode batch's weights to f16 for cuBLAS instead wrote and read 3.6 times their
+// bytes (Q4_0), step after step (docs/perf_history.md, issue #25).
+bool gemm_multiplies_rounded(DType type, int n_tokens) {
+  static const bool available = few_tokens_allowed() && quantized_few_tokens_available();
+  return available && n_tokens <= kMostQuantizedFewTokens && gemv_reads_rounded(type);
+}
+
 void launch_gemm_group(const DeviceContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
-                       HalfCopy half) {
+                       HalfCopy half, QuantizedActivations rounded) {
   check_gemm_group(products, n_tokens);
   check_half_copy(half, "launch_gemm");
-  if (n_tokens > 0) ctx.gemm().multiply(products, x, n_tokens, half);
+  if (n_tokens > 0) ctx.gemm().multiply(products, x, n_tokens, half, rounded);
 }
 
 }  // namespace rf::gpu

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "backend/gpu/common/dependent_launch.cuh"
+#include "backend/gpu/common/reduce.cuh"
 #include "backend/gpu/gemm/gemm_kernels.h"
 #include "backend/gpu/common/tensor_core.cuh"
 #include "util/error.h"
@@ -24,10 +25,10 @@ namespace {
 #if defined(ROCMFORGE_GPU_CUDA)
 
 constexpr int kWarps = 8;
-constexpr int kLanes = 32;  // mma.sync is an instruction of a 32-lane warp
+constexpr int kLanes = kMmaLanes;
 constexpr int kThreads = kWarps * kLanes;
 constexpr int kChunkCols = 32;  // 16 bytes a lane over 4 lanes, two k-steps of 16
-constexpr int kTileRows = 16, kTileTokens = 8;
+constexpr int kTileRows = kMmaRows, kTileTokens = kMmaCols;
 
 // A stage of the ring: a block's rows and the tokens over kStageCols columns, each warp a chunk of it.
 constexpr int kStageCols = kWarps * kChunkCols;
@@ -131,22 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   wait_copies<0>();
   __syncthreads();  // the ring is free: it holds the warps' sums now
-  // The warps' sums, pairwise in a fixed tree: warp w adds warp w + half's, halves 4, 2, 1.
-  float* partial = reinterpret_cast<float*>(ring);
-  float* flat = &acc[0][0][0];
-#pragma unroll
-  for (int half = kWarps / 2; half >= 1; half /= 2) {
-    if (warp >= half && warp < 2 * half) {
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) partial[((warp - half) * kValues + v) * kLanes + lane] = flat[v];
-    }
-    __syncthreads();
-    if (warp < half) {
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) flat[v] += partial[(warp * kValues + v) * kLanes + lane];
-    }
-    __syncthreads();
-  }
+  sum_warps_in_tree<kWarps, kLanes, kValues>(&acc[0][0][0], reinterpret_cast<float*>(ring));
   if (warp != 0) return;
   // C fragment: c0, c1 at row g, tokens 2t and 2t + 1; c2, c3 at row g + 8.
 #pragma unroll

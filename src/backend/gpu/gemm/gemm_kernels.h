@@ -1,6 +1,6 @@
 #pragma once
 // The parts behind launch_gemm (gemm.h): the project's own tiled GEMM, the decode batches' tensor-core
-// kernel, and the conversions that feed cuBLAS 16-bit operands. Plain C++: the GEMM glue
+// kernels (16-bit and quantized weights), and the conversions that feed cuBLAS 16-bit operands. Plain C++: the GEMM glue
 // (gemm_cublas.cpp, gemm_tiled_only.cpp) and the tests call these directly.
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +44,18 @@ int few_tokens_row_tiles(const DeviceContext& ctx, std::size_t rows, int n_token
 // (dependent_launch.cuh): it loads weights before it waits for the kernel before.
 void launch_gemm_few_tokens(const WeightMatrix& w, const std::uint16_t* x16, int n_tokens, float* out,
                             const DeviceContext& ctx, int row_tiles);
+
+// Whether this build holds launch_gemm_quantized_few_tokens's tensor-core code for the current device
+// (CUDA, sm_80+).
+bool quantized_few_tokens_available();
+
+// out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c] for t < n_tokens <= kMostQuantizedFewTokens,
+// W of a type the GEMV's integer path reads (gemv_reads_rounded) and x its int8 copy
+// (launch_quantize_activations): a decode batch's product on the integer tensor cores, fp32 sums. The
+// result moves by x's rounding as the GEMV's integer path does. A dependent launch
+// (dependent_launch.cuh): it loads weights before it waits for the kernel before.
+void launch_gemm_quantized_few_tokens(const WeightMatrix& w, QuantizedActivations x, int n_tokens, float* out,
+                                      const DeviceContext& ctx);
 
 // n floats rounded (to nearest even) to the bits of `type`, DType::F16 or DType::BF16.
 void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint16_t* out, const DeviceContext& ctx);

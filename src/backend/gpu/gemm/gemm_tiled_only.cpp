@@ -12,8 +12,10 @@ std::unique_ptr<GemmContext> make_gemm_context(const DeviceContext&) { return st
 
 bool gemm_takes_half_copy() { return false; }
 
+bool gemm_multiplies_rounded(DType, int) { return false; }
+
 void launch_gemm_group(const DeviceContext& ctx, std::span<const WeightProduct> products, const float* x, int n_tokens,
-                       HalfCopy) {
+                       HalfCopy, QuantizedActivations) {
   check_gemm_group(products, n_tokens);
   for (const WeightProduct& p : products) launch_gemm_tiled(p.w, x, n_tokens, p.out, ctx);
 }

@@ -8,9 +8,9 @@
 // using any. x is read once per slice and serves every row; it comes from L1, not shared memory,
 // so blocks need no barrier until their final reduction.
 //
-// Q8_0 and Q4_0 weights multiply x's int8 copy instead where the caller made one (kIntegerDot): a
-// block's quants go straight into dp4a with x's codes, with no decode to fp32, and x's reads from L1
-// shrink fourfold.
+// Quantized weights multiply x's int8 copy instead where the caller made one (kIntegerDot): a unit's
+// quants go straight into dp4a with x's codes, with no decode to fp32, and x's reads from L1 shrink
+// fourfold.
 //
 // A block multiplies its rows' slices with up to kTokens vectors (a batch's tokens), and each token's
 // sums are formed in the same order whatever kTokens is, so a token's output bits never depend on the
@@ -160,18 +160,17 @@ __device__ __forceinline__ void accumulate_decoded(const GemvArgs& args, const s
   }
 }
 
-// Adds one block of 32 columns of each row to acc, from the rows' quants (codes) and each token's x codes:
-// an integer dot product scaled by the weights' and x's block scales.
+// Adds one unit of 32 columns of each row to acc, from the rows' quants (codes) and each token's x
+// codes: an integer dot product scaled by the weights' and x's scales.
 template <class D, int kMats, int kRows, int kTokens>
-__device__ __forceinline__ void add_integer_block(const GemvArgs& args, const typename D::Codes (&codes)[kMats][kRows],
-                                                  const int (&tokens)[kTokens], int block,
-                                                  float (&acc)[kMats][kRows][kTokens]) {
-  static_assert(D::kBlockElems == 32, "a weight block spans one block of x's codes");
-  const int row_blocks = args.cols / D::kBlockElems;
+__device__ __forceinline__ void add_integer_unit(const GemvArgs& args, const typename D::Codes (&codes)[kMats][kRows],
+                                                 const int (&tokens)[kTokens], int unit,
+                                                 float (&acc)[kMats][kRows][kTokens]) {
+  const int row_units = args.cols / kRoundedBlockCols;
 #pragma unroll
   for (int k = 0; k < kTokens; ++k) {
-    const std::size_t at = static_cast<std::size_t>(tokens[k]) * row_blocks + block;
-    const auto* words = reinterpret_cast<const int4*>(args.rounded.codes + 32 * at);
+    const std::size_t at = static_cast<std::size_t>(tokens[k]) * row_units + unit;
+    const auto* words = reinterpret_cast<const int4*>(args.rounded.codes + kRoundedBlockCols * at);
     int x_codes[8];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -183,31 +182,29 @@ __device__ __forceinline__ void add_integer_block(const GemvArgs& args, const ty
 #pragma unroll
     for (int m = 0; m < kMats; ++m) {
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        acc[m][r][k] += codes[m][r].scale * x_scale * static_cast<float>(D::dot(codes[m][r], x_codes, x_sum));
-      }
+      for (int r = 0; r < kRows; ++r) acc[m][r][k] += D::dot(codes[m][r], x_codes, x_sum, x_scale);
     }
   }
 }
 
-// The same sums over a whole row, a thread taking blocks threadIdx.x, + kThreads, ...
+// The same sums over a whole row, a thread taking units threadIdx.x, + kThreads, ...
 template <class D, int kMats, int kRows, int kTokens>
 __device__ __forceinline__ void accumulate_integer(const GemvArgs& args, const std::uint8_t* const (&rows)[kMats][kRows],
                                                    const int (&tokens)[kTokens], float (&acc)[kMats][kRows][kTokens]) {
-  const int row_blocks = args.cols / D::kBlockElems;
+  const int row_units = args.cols / kRoundedBlockCols;
 #pragma unroll kUnroll
-  for (int block = threadIdx.x; block < row_blocks; block += kThreads) {
+  for (int unit = threadIdx.x; unit < row_units; unit += kThreads) {
     typename D::Codes codes[kMats][kRows];
-    for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
-    add_integer_block<D>(args, codes, tokens, block, acc);
+    for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_units, unit, codes[m][r]); });
+    add_integer_unit<D>(args, codes, tokens, unit, acc);
   }
 }
 
-// kPreload (the integer path, one token, rows of at most kBlockThreads blocks): a thread's one block of
+// kPreload (the integer path, one token, rows of at most kBlockThreads units): a thread's one unit of
 // each row loads before the wait for the kernel before. The kernels before these GEMVs (a norm, the
 // decode attention, a rounding pass) leave most SMs idle, and no kernel writes weights, so the blocks
 // that find room stream their rows while that kernel ends (measured: docs/perf_history.md, v12). Rows of
-// more blocks than kThreads take a block of about as many threads (wide_preload_threads).
+// more units than kThreads take a block of about as many threads (wide_preload_threads).
 template <class D, int kMats, int kTokens, int kRows, bool kInteger, bool kNorm, bool kPreload,
           int kBlockThreads = kThreads>
 __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args) {
@@ -259,15 +256,15 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
   float sum_sq = 0.0f;
   if constexpr (kPreload) {
     static_assert(kInteger && kTokens == 1);
-    const int block = static_cast<int>(threadIdx.x), row_blocks = args.cols / D::kBlockElems;
-    const bool has_block = block < row_blocks;
+    const int unit = static_cast<int>(threadIdx.x), row_units = args.cols / kRoundedBlockCols;
+    const bool has_unit = unit < row_units;
     typename D::Codes codes[kMats][kRows];
-    if (has_block) {
-      for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_blocks, block, codes[m][r]); });
+    if (has_unit) {
+      for_each_row<kMats, kRows>([&](int m, int r) { D::load_codes(rows[m][r], row_units, unit, codes[m][r]); });
     }
     begin_dependent();
     before = load_before();
-    if (has_block) add_integer_block<D>(args, codes, tokens, block, acc);
+    if (has_unit) add_integer_unit<D>(args, codes, tokens, unit, acc);
   } else {
     begin_dependent();
     before = load_before();
@@ -326,15 +323,15 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
   }
 }
 
-// Threads of a preloading block for rows of more than kThreads blocks: the row's block count rounded up
+// Threads of a preloading block for rows of more than kThreads units: the row's unit count rounded up
 // to whole 64-lane wavefronts, or 0 past kMostPreloadThreads; kWideRows rows a block. Llama 3 8B's down
-// projection (14336 columns: 448 blocks), walked by 128 threads, left half of them a block short of the
+// projection (14336 columns: 448 units), walked by 128 threads, left half of them a unit short of the
 // others in the last of 3.5 rounds, its loads after the wait. Wide blocks won with 2 rows a block:
 // with one, Q4_0 decode lost; with 4, it gained less (measured: docs/perf_history.md, v13).
 constexpr int kMostPreloadThreads = 512;
 constexpr int kWideRows = 2;
-int wide_preload_threads(int row_blocks) {
-  const int threads = (row_blocks + kMaxWarpSize - 1) / kMaxWarpSize * kMaxWarpSize;
+int wide_preload_threads(int row_units) {
+  const int threads = (row_units + kMaxWarpSize - 1) / kMaxWarpSize * kMaxWarpSize;
   return threads > kThreads && threads <= kMostPreloadThreads ? threads : 0;
 }
 
@@ -394,10 +391,10 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
     for (std::size_t i = 0; i < products.size(); ++i) {
       for (int m = 0; m < kMats; ++m) args.slices = std::min(args.slices, decodable_slices<D>(args.segments[i].w[m], args.cols, name));
     }
-    // One token's long rows through the integer path: a block as wide as a row has blocks (see
+    // One token's long rows through the integer path: a block as wide as a row has units (see
     // wide_preload_threads), unless the sums must keep the order of several tokens' kernels.
-    const int row_blocks = args.cols / D::kBlockElems;
-    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order ? wide_preload_threads(row_blocks) : 0;
+    const int row_units = args.cols / kRoundedBlockCols;
+    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order ? wide_preload_threads(row_units) : 0;
     with_tokens_per_block(n_tokens, [&](auto tokens) {
       constexpr int kTokens = decltype(tokens)::value;
       auto launch = [&](auto rows_per_block, auto integer_dot) {
@@ -417,7 +414,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           }
         }
         if constexpr (kTokens == 1 && kInteger) {
-          if (row_blocks <= kThreads) {
+          if (row_units <= kThreads) {
             return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>,
                                     static_cast<unsigned>(grid), kThreads, 0, ctx, args);
           }
@@ -443,7 +440,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           // (measured on Q8_0: docs/perf_history.md, v13).
           const std::size_t bytes = kMats * args.row_bytes;
           if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
-          if (args.row_bytes >= 4096 && row_blocks <= kThreads) {
+          if (args.row_bytes >= 4096 && row_units <= kThreads) {
             return launch(std::integral_constant<int, 2>{}, std::true_type{});
           }
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});

@@ -17,12 +17,12 @@ struct RmsNormOf {
 };
 
 // A projection's input: x, and where the caller made them, its int8 copy (launch_quantize_activations)
-// and its 16-bit copy. The GEMV's Q8_0 and Q4_0 weights multiply the int8 copy by integer dot products
+// and its 16-bit copy. The GEMV's quantized weights multiply the int8 copy by integer dot products
 // (a fifth of the instructions per weight of decoding to fp32; the result moves by x's rounding,
 // relative 1e-3 to 1e-2, as in llama.cpp); other types read x. The GEMM takes the 16-bit copy. A GEMV
 // of one token through the float path may fold x's norm (then x is the residual stream itself).
 // fixed_order keeps one token's sums in the order of the kernels for several tokens (batch invariance),
-// which the fastest kernel for one token's long Q8_0 and Q4_0 rows does not.
+// which the fastest kernel for one token's long quantized rows does not.
 struct GemvInput {
   const float* x;
   QuantizedActivations rounded{};

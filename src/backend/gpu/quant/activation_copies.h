@@ -14,6 +14,7 @@ namespace rf::gpu {
 // values in blocks of 32 columns, value c of block b ~= scales[b] * codes[c], with scale = max |x| / 127
 // and the block's code sum (which carries Q4_0's offset of 8). Token t's codes start at
 // codes + t * cols, its scales and sums at t * cols / 32; cols is a multiple of 32.
+inline constexpr int kRoundedBlockCols = 32;
 struct QuantizedActivations {
   std::int8_t* codes = nullptr;
   float* scales = nullptr;

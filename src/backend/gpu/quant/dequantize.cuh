@@ -10,14 +10,18 @@
 // (f32, f16, bf16) treat 16 bytes as a "block" of one slice, loaded at once; rows whose length is not
 // a whole number of such blocks are read element by element through value() instead.
 //
-// Q8_0 and Q4_0 also multiply int8 activations (QuantizedActivations, quant/activation_copies.h) by
-// integer dot products (kIntegerDot), a whole block at a time: load_codes() takes a block's quants as
-// stored and its scale, dot() their product with x's 32 codes of the same columns (x_sum: their sum,
-// for Q4_0's offset).
+// The quantized types also multiply int8 activations (QuantizedActivations, quant/activation_copies.h)
+// by integer dot products (kIntegerDot), a unit of 32 columns (one block of x's codes) at a time:
+// load_codes() takes a unit's quants as stored and its scales, dot() their product with x's 32 codes
+// of the same columns (x_sum: their sum, for offsets and mins; x_scale: their scale). The tensor-core
+// path of decode batches (gemm_quantized_few_tokens.cu) takes a unit as two halves of 16 columns:
+// unit_word() the signed codes of 4 of their columns, unit_scale() each half's scale and unit_offset()
+// what every element subtracts (w = scale * code - offset).
 //
-// Layout: Q4_K and Q6_K rows are GGML's blocks as stored. Q8_0 and Q4_0 rows are split on upload
-// (device_layout.h): a row's quants first, 16-byte runs, then its block scales, so that a slice
-// is one 16-byte load. GGML's 18- and 34-byte blocks would allow 2-byte loads only.
+// Layout (device_layout.h): Q8_0, Q4_0 and Q6_K rows are split on upload into runs of one kind of
+// field each (a row's quants first, 16 bytes a unit), Q4_K's blocks rearranged in place, so that a
+// unit's quants are one 16-byte load and its codes line up with x's for dp4a. GGML's 18-, 34- and
+// 210-byte blocks would allow 2-byte loads only.
 #include <cstddef>
 #include <cstdint>
 
@@ -54,11 +58,19 @@ __device__ __forceinline__ std::uint32_t load_4_bytes(const std::uint8_t* p) {
 }
 
 // Sixteen bytes at a 2-byte-aligned address: one load where it is 16-byte aligned (split rows
-// whose length is a multiple of 16 bytes, all of them in real models), else four.
+// whose length is a multiple of 16 bytes, most of them in real models), else four.
 __device__ __forceinline__ uint4 load_16_bytes_any(const std::uint8_t* p) {
   if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) return load_16_bytes(p);
   return {load_4_bytes(p), load_4_bytes(p + 4), load_4_bytes(p + 8), load_4_bytes(p + 12)};
 }
+
+// Eight bytes at a 2-byte-aligned address, likewise.
+__device__ __forceinline__ uint2 load_8_bytes_any(const std::uint8_t* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 == 0) return *reinterpret_cast<const uint2*>(p);
+  return {load_4_bytes(p), load_4_bytes(p + 4)};
+}
+
+__device__ __forceinline__ std::uint32_t word_of(const uint4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
 
 __device__ __forceinline__ float load_half(const std::uint8_t* p) {
   return half_bits_to_float(*reinterpret_cast<const std::uint16_t*>(p));
@@ -77,6 +89,30 @@ __device__ __forceinline__ float code_to_float(std::uint32_t v, float offset) {
 // costs a PRMT and an FADD where a shift, a mask and an OR would come before the FADD.
 __device__ __forceinline__ float byte_to_float(std::uint32_t word, int k, float offset) {
   return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | static_cast<unsigned>(k))) - (8388608.0f + offset);
+}
+
+// 32 elements as 16 bytes of nibbles (byte i: element i low, element 16 + i high): 4 of their codes,
+// their dot product with x's 32 codes, and their values less `offset` into a slice's two runs.
+// nibble_word: the codes of elements 16 half + 4k + [0, 4), one a byte.
+__device__ __forceinline__ int nibble_word(const uint4& q, int half, int k) {
+  return static_cast<int>((word_of(q, k) >> (4 * half)) & 0x0F0F0F0Fu);
+}
+__device__ __forceinline__ int dot_nibbles(const uint4& q, const int (&x)[8]) {
+  int sum = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    sum = dot4_i8(nibble_word(q, 0, j), x[j], sum);
+    sum = dot4_i8(nibble_word(q, 1, j), x[4 + j], sum);
+  }
+  return sum;
+}
+template <class Slice>
+__device__ __forceinline__ void nibble_values(const uint4& q, float offset, Slice& s) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    s.q[0][i] = byte_to_float(word_of(q, i / 4) & 0x0F0F0F0Fu, i % 4, offset);
+    s.q[1][i] = byte_to_float((word_of(q, i / 4) >> 4) & 0x0F0F0F0Fu, i % 4, offset);
+  }
 }
 
 template <class Block>
@@ -124,8 +160,8 @@ struct BF16Bits {
   __device__ static float to_float(std::uint32_t bits) { return __uint_as_float(bits << 16); }
 };
 
-// Q4_K's 6-bit scale and min of sub-block j from its 12 packed bytes (as 3 little-endian words): the
-// device twin of rf::cpu::scale_min_k4.
+// Q5_K's (GGML layout) 6-bit scale and min of sub-block j from its 12 packed bytes (as 3
+// little-endian words): the device twin of rf::cpu::scale_min_k4.
 __device__ __forceinline__ void scale_min_k4(int j, const std::uint32_t (&words)[3], float& scale, float& min) {
   auto byte = [&](int i) { return byte_of(words[i / 4], i % 4); };
   if (j < 4) {
@@ -162,30 +198,32 @@ struct Decoder<DType::Q8_0> {
 
   __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
     const uint4 raw = detail::load_16_bytes_any(row + 16 * slice);
-    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-    for (int i = 0; i < 16; ++i) s.q[0][i] = detail::byte_to_float(words[i / 4] ^ 0x80808080u, i % 4, 128.0f);
+    for (int i = 0; i < 16; ++i) s.q[0][i] = detail::byte_to_float(detail::word_of(raw, i / 4) ^ 0x80808080u, i % 4, 128.0f);
     s.scale[0] = scale(row, row_blocks, slice / kSlicesPerBlock);
     s.column[0] = 16 * slice;
   }
   __device__ static float scale(const std::uint8_t* row, int row_blocks, int block) {
     return detail::load_half(row + 32 * row_blocks + 2 * block);
   }
-  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
-    c.q[0] = detail::load_16_bytes_any(row + 32 * block);
-    c.q[1] = detail::load_16_bytes_any(row + 32 * block + 16);
-    c.scale = scale(row, row_blocks, block);
+  // Units are blocks: row_units = row_blocks.
+  __device__ static void load_codes(const std::uint8_t* row, int row_units, int unit, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 32 * unit);
+    c.q[1] = detail::load_16_bytes_any(row + 32 * unit + 16);
+    c.scale = scale(row, row_units, unit);
   }
-  __device__ static int dot(const Codes& c, const int (&x)[8], int /*x_sum*/) {
+  __device__ static float dot(const Codes& c, const int (&x)[8], int /*x_sum*/, float x_scale) {
     int sum = 0;
 #pragma unroll
     for (int v = 0; v < 2; ++v) {
-      const std::uint32_t words[4] = {c.q[v].x, c.q[v].y, c.q[v].z, c.q[v].w};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) sum = dot4_i8(static_cast<int>(words[j]), x[4 * v + j], sum);
+      for (int j = 0; j < 4; ++j) sum = dot4_i8(static_cast<int>(detail::word_of(c.q[v], j)), x[4 * v + j], sum);
     }
-    return sum;
+    return c.scale * x_scale * static_cast<float>(sum);
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return static_cast<int>(detail::word_of(c.q[half], k)); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& /*c*/) { return 0.0f; }
 };
 
 // Split rows (device_layout.h): each block's 16 bytes of nibbles, then each block's f16 scale d. One
@@ -202,104 +240,137 @@ struct Decoder<DType::Q4_0> {
   __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
     Codes c;
     load_codes(row, row_blocks, slice, c);
-    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      s.q[0][i] = detail::byte_to_float(words[i / 4] & 0x0F0F0F0Fu, i % 4, 8.0f);
-      s.q[1][i] = detail::byte_to_float((words[i / 4] >> 4) & 0x0F0F0F0Fu, i % 4, 8.0f);
-    }
+    detail::nibble_values(c.q[0], 8.0f, s);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       s.scale[r] = c.scale;
       s.column[r] = kBlockElems * slice + 16 * r;
     }
   }
-  __device__ static void load_codes(const std::uint8_t* row, int row_blocks, int block, Codes& c) {
-    c.q[0] = detail::load_16_bytes_any(row + 16 * block);
-    c.scale = detail::load_half(row + 16 * row_blocks + 2 * block);
+  // Units are blocks: row_units = row_blocks.
+  __device__ static void load_codes(const std::uint8_t* row, int row_units, int unit, Codes& c) {
+    c.q[0] = detail::load_16_bytes_any(row + 16 * unit);
+    c.scale = detail::load_half(row + 16 * row_units + 2 * unit);
   }
-  // Word j's low nibbles are elements 4j..4j+3, its high nibbles 16 + 4j..; sum (q - 8) x.
-  __device__ static int dot(const Codes& c, const int (&x)[8], int x_sum) {
-    const std::uint32_t words[4] = {c.q[0].x, c.q[0].y, c.q[0].z, c.q[0].w};
-    int sum = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      sum = dot4_i8(static_cast<int>(words[j] & 0x0F0F0F0Fu), x[j], sum);
-      sum = dot4_i8(static_cast<int>((words[j] >> 4) & 0x0F0F0F0Fu), x[4 + j], sum);
-    }
-    return sum - 8 * x_sum;
+  // sum (q - 8) x: the nibbles' products less 8 times x's code sum.
+  __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
+    return c.scale * x_scale * static_cast<float>(detail::dot_nibbles(c.q[0], x) - 8 * x_sum);
   }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return detail::nibble_word(c.q[0], half, k); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& c) { return 8.0f * c.scale; }
 };
 
-// 8 slices per block, each 16 bytes of nibbles: slice p holds elements [16(p % 2), +16) of
-// sub-blocks 2(p / 2) (low nibbles) and 2(p / 2) + 1 (high nibbles); x = d * sc * q - dmin * m.
+// Q4_K in its device layout (device_layout.h): GGML's 144-byte blocks, each 16 bytes of scales then 8
+// units of 16 bytes of nibbles. The head holds d and dmin (f16), then sub-block j's 6-bit scale and
+// min as one 12-bit entry (scale | min << 6): its low 8 bits in byte 4 + j, its high 4 in nibble j of
+// bytes 12-15. Unit j holds sub-block j's 32 elements as Q4_0 does: byte i holds element i (low
+// nibble) and element 16 + i (high). One slice per unit; x = d * scale * q - dmin * min.
 template <>
 struct Decoder<DType::Q4_K> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = true;
   static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
-  static constexpr bool kIntegerDot = false;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = true;
   using Slice = gpu::Slice<kRuns, kRunLength>;
+  struct Codes {
+    uint4 q;
+    float scale, min;  // d * scale and dmin * min of the unit's sub-block
+  };
 
+  // Unit u (32 columns) of a row: its nibbles and its sub-block's scale and min.
+  __device__ static void load_codes(const std::uint8_t* row, int /*row_units*/, int unit, Codes& c) {
+    static_assert(sizeof(cpu::BlockQ4_K) == 144 && offsetof(cpu::BlockQ4_K, qs) == 16);
+    const std::uint8_t* block = row + 144 * (unit / 8);
+    const int j = unit % 8;
+    const uint4 head = detail::load_16_bytes(block);
+    c.q = detail::load_16_bytes(block + 16 + 16 * j);
+    const std::uint32_t low = (j < 4 ? head.y : head.z) >> (8 * (j % 4)) & 0xFFu;
+    const std::uint32_t entry = low | (head.w >> (4 * j) & 0xFu) << 8;
+    c.scale = half_bits_to_float(head.x & 0xFFFFu) * static_cast<float>(entry & 63u);
+    c.min = half_bits_to_float(head.x >> 16) * static_cast<float>(entry >> 6);
+  }
+  __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
+    return x_scale * (c.scale * static_cast<float>(detail::dot_nibbles(c.q, x)) - c.min * static_cast<float>(x_sum));
+  }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return detail::nibble_word(c.q, half, k); }
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  __device__ static float unit_offset(const Codes& c) { return c.min; }
   __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
-    const int part = slice % kSlicesPerBlock;
-    const auto& block = detail::block_at<cpu::BlockQ4_K>(row, slice / kSlicesPerBlock);
-    const uint4 raw = detail::load_16_bytes(block.qs + 16 * part);
-    const std::uint32_t nibbles[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const std::uint32_t byte = detail::byte_of(nibbles[i / 4], i % 4);
-      s.q[0][i] = detail::code_to_float(byte & 0xF, 0.0f);
-      s.q[1][i] = detail::code_to_float(byte >> 4, 0.0f);
-    }
-    // The block's first 16 bytes, one load: d and dmin, then the 12 bytes of packed scales and mins.
-    static_assert(offsetof(cpu::BlockQ4_K, scales) == 4 && offsetof(cpu::BlockQ4_K, qs) == 16);
-    const uint4 head = detail::load_16_bytes(reinterpret_cast<const std::uint8_t*>(&block));
-    const std::uint32_t scales[3] = {head.y, head.z, head.w};
-    const float d = half_bits_to_float(head.x & 0xFFFFu), dmin = half_bits_to_float(head.x >> 16);
-    const int first = slice / kSlicesPerBlock * kBlockElems + 16 * (part % 2);
+    Codes c;
+    load_codes(row, 0, slice, c);
+    detail::nibble_values(c.q, 0.0f, s);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int sub_block = 2 * (part / 2) + r;
-      float scale, min;
-      detail::scale_min_k4(sub_block, scales, scale, min);
-      s.scale[r] = d * scale;
-      s.bias[r] = -dmin * min;
-      s.column[r] = first + 32 * sub_block;
+      s.scale[r] = c.scale;
+      s.bias[r] = -c.min;
+      s.column[r] = 32 * slice + 16 * r;
     }
   }
 };
 
-// 16 slices per block: slice p covers, for half h = p / 8 and l0 = 4(p % 8), the elements
-// 128h + 32k + l0 + [0, 4) of each k < 4 (run k), so that the 4 bytes of high bits it loads serve all
-// four runs; x = d * scales[e / 16] * (q - 32).
+// Q6_K in its device layout (device_layout.h): a row's blocks split into four runs. First each
+// 32-column unit's low 4 bits, 16 bytes as Q4_0's nibbles (byte i: element i, element 16 + i); then
+// each unit's high 2 bits, 8 bytes: bits 2k of byte b of its first word are those of element 4k + b,
+// of its second word those of element 16 + 4k + b; then each unit's two int8 scales (elements 0-15,
+// 16-31); then each block's f16 d. One slice per unit; x = d * scale * (q - 32).
 template <>
 struct Decoder<DType::Q6_K> {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = false;
-  static constexpr int kRuns = 4, kRunLength = 4, kBlockElems = 256, kSlicesPerBlock = 16, kAlignment = 2;
-  static constexpr bool kIntegerDot = false;
+  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 2;
+  static constexpr bool kIntegerDot = true, kUsesCodeSum = false;
   using Slice = gpu::Slice<kRuns, kRunLength>;
+  struct Codes {
+    uint4 low;
+    uint2 high;
+    int scale[2];
+    float d;
+  };
 
-  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
-    const int part = slice % kSlicesPerBlock;
-    const int h = part / 8, l0 = 4 * (part % 8);
-    const auto& block = detail::block_at<cpu::BlockQ6_K>(row, slice / kSlicesPerBlock);
-    const std::uint32_t low[2] = {detail::load_4_bytes(block.ql + 64 * h + l0),        // runs 0 and 2
-                                  detail::load_4_bytes(block.ql + 64 * h + 32 + l0)};  // runs 1 and 3
-    const std::uint32_t high = detail::load_4_bytes(block.qh + 32 * h + l0);
-    const float d = half_bits_to_float(block.d);
-    const int first = slice / kSlicesPerBlock * kBlockElems + 128 * h + l0;
+  // row_units: the row's 32-column units, which place the runs after the first.
+  __device__ static void load_codes(const std::uint8_t* row, int row_units, int unit, Codes& c) {
+    c.low = detail::load_16_bytes_any(row + 16 * unit);
+    c.high = detail::load_8_bytes_any(row + 16 * row_units + 8 * unit);
+    const std::uint32_t scales = *reinterpret_cast<const std::uint16_t*>(row + 24 * row_units + 2 * unit);
+    c.scale[0] = static_cast<signed char>(scales & 0xFFu);
+    c.scale[1] = static_cast<signed char>(scales >> 8);
+    c.d = detail::load_half(row + 26 * row_units + 2 * (unit / 8));
+  }
+  // The codes q of elements 4k + [0, 4) (half 0) or 16 + 4k + [0, 4) (half 1), one a byte.
+  __device__ static std::uint32_t codes(const Codes& c, int half, int k) {
+    const std::uint32_t low = detail::word_of(c.low, k) >> (4 * half) & 0x0F0F0F0Fu;
+    const std::uint32_t high_word = half == 0 ? c.high.x : c.high.y;
+    const std::uint32_t high = (2 * k <= 4 ? high_word << (4 - 2 * k) : high_word >> (2 * k - 4)) & 0x30303030u;
+    return low | high;
+  }
+  // The same as q - 32 in two's complement: q + 96 fits each byte (q < 64), and flipping its top bit
+  // subtracts 128.
+  __device__ static int centred_codes(const Codes& c, int half, int k) {
+    return static_cast<int>((codes(c, half, k) + 0x60606060u) ^ 0x80808080u);
+  }
+  __device__ static float dot(const Codes& c, const int (&x)[8], int /*x_sum*/, float x_scale) {
+    int sums[2] = {0, 0};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int half = 0; half < 2; ++half) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const std::uint32_t low4 = (detail::byte_of(low[k & 1], i) >> (4 * (k >> 1))) & 0xF;
-        const std::uint32_t high2 = (detail::byte_of(high, i) >> (2 * k)) & 3;
-        s.q[k][i] = detail::code_to_float(low4 | high2 << 4, 32.0f);
-      }
-      s.scale[k] = d * static_cast<float>(block.scales[8 * h + 2 * k + l0 / 16]);
-      s.column[k] = first + 32 * k;
+      for (int k = 0; k < 4; ++k) sums[half] = dot4_i8(centred_codes(c, half, k), x[4 * half + k], sums[half]);
+    }
+    return x_scale * c.d * static_cast<float>(c.scale[0] * sums[0] + c.scale[1] * sums[1]);
+  }
+  __device__ static int unit_word(const Codes& c, int half, int k) { return centred_codes(c, half, k); }
+  __device__ static float unit_scale(const Codes& c, int half) { return c.d * static_cast<float>(c.scale[half]); }
+  __device__ static float unit_offset(const Codes& /*c*/) { return 0.0f; }
+  // row_blocks: the row's 256-column blocks.
+  __device__ static void decode(const std::uint8_t* row, int row_blocks, int slice, Slice& s) {
+    Codes c;
+    load_codes(row, 8 * row_blocks, slice, c);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s.q[half][i] = detail::byte_to_float(codes(c, half, i / 4), i % 4, 32.0f);
+      s.scale[half] = c.d * static_cast<float>(c.scale[half]);
+      s.column[half] = 32 * slice + 16 * half;
     }
   }
 };

@@ -13,14 +13,15 @@ __device__ __forceinline__ float slice_value(const typename D::Slice& s, int run
 }
 
 // The fewest columns that consecutive slices cover exactly, with none outside: a column range that
-// starts and ends at multiples of it is decoded by whole slices. Q4_K's and Q5_K's slices pair two
-// sub-blocks, Q6_K's, Q3_K's and Q2_K's interleave over half a block, IQ4_XS's are one sub-block each.
+// starts and ends at multiples of it is decoded by whole slices. Q4_K's and Q6_K's slices are their
+// device layout's units of 32 columns; Q5_K's pair two sub-blocks, Q3_K's and Q2_K's interleave over
+// half a block, IQ4_XS's are one sub-block each.
 template <class D>
 inline constexpr int kSliceGroupCols = D::kPlain ? D::kRunLength : D::kBlockElems;
 template <>
-inline constexpr int kSliceGroupCols<Decoder<DType::Q4_K>> = 64;
+inline constexpr int kSliceGroupCols<Decoder<DType::Q4_K>> = 32;
 template <>
-inline constexpr int kSliceGroupCols<Decoder<DType::Q6_K>> = 128;
+inline constexpr int kSliceGroupCols<Decoder<DType::Q6_K>> = 32;
 template <>
 inline constexpr int kSliceGroupCols<Decoder<DType::Q5_K>> = 64;
 template <>

@@ -20,6 +20,9 @@ constexpr double kExactTolerance = 1e-5;
 // sqrt(2) x 1.1e-3 = 1.6e-3 of its norm (f16, 11 bits: 4x less). 1e-2 leaves a factor of 6 over the
 // worst case and still fails any indexing mistake, which is off by O(1).
 constexpr double kSixteenBitTolerance = 1e-2;
+// x rounded to int8 in blocks of 32 moves a product by about 4e-3 of its norm (as the GEMV's integer
+// path: gemv_test.cpp).
+constexpr double kInt8Tolerance = 1e-2;
 
 struct Case {
   DType type;
@@ -121,6 +124,54 @@ TEST_F(Gemm, TakesTheCallersHalfCopy) {
     synchronize();
     const auto zeros = given.download();
     EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; })) << dtype_name(c.type);
+  }
+}
+
+// The decode batches' integer tensor-core GEMM of quantized weights, against the product of the decoded
+// weights with what x's int8 codes stand for (integer sums, exact, then the scales in fp32: the exact
+// tolerance) and within x's rounding of the product with x itself: whole and partial blocks of 16 rows
+// and of 8 tokens, each count of token tiles, Q6_K's rows of 2-byte alignment only (768 columns), the
+// long rows of down. launch_gemm_group given the int8 copy takes the same path.
+TEST_F(Gemm, QuantizedFewTokensKernelMatchesTheRoundedX) {
+  if (!quantized_few_tokens_available()) GTEST_SKIP() << "no tensor-core code for this device";
+  struct Shape {
+    int tokens;
+    std::size_t rows, cols;
+  };
+  const Shape shapes[] = {{2, 70, 4096}, {5, 37, 768}, {8, 300, 512}, {17, 129, 256}, {32, 48, 14336}, {64, 65, 1024}};
+  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (const Shape& c : shapes) {
+      const auto w = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
+      const auto x = random_floats(c.tokens * c.cols, -2.0f, 2.0f);
+      const RoundedValues rounded = round_to_int8(x);
+      DeviceBuffer<std::uint8_t> w_gpu(w.bytes);
+      DeviceBuffer<float> x_gpu(x), out(c.tokens * c.rows), glue(c.tokens * c.rows);
+      out.poison();
+      glue.poison();
+      RoundedBuffer x_rounded(c.tokens, c.cols);
+      launch_quantize_activations(x_gpu.data(), c.tokens, c.cols, x_rounded.view(), ctx());
+      const WeightMatrix matrix{type, c.rows, c.cols, w_gpu.data()};
+      launch_gemm_quantized_few_tokens(matrix, x_rounded.view(), c.tokens, out.data(), ctx());
+      const WeightProduct product{matrix, glue.data()};
+      launch_gemm_group(ctx(), std::span(&product, 1), x_gpu.data(), c.tokens, {}, x_rounded.view());
+      synchronize();
+      const std::string name = std::string(dtype_name(type)) + " " + std::to_string(c.tokens) + "x" +
+                               std::to_string(c.rows) + "x" + std::to_string(c.cols);
+      const auto got = out.download();
+      EXPECT_EQ(bits(got), bits(glue.download())) << name << ": launch_gemm_group";
+      std::vector<double> want, want_exact;
+      for (int t = 0; t < c.tokens; ++t) {
+        auto token_of = [&](const std::vector<float>& v) {
+          return std::vector<float>(v.begin() + t * c.cols, v.begin() + (t + 1) * c.cols);
+        };
+        const auto r = reference_product(w, c.rows, c.cols, token_of(rounded.values));
+        const auto e = reference_product(w, c.rows, c.cols, token_of(x));
+        want.insert(want.end(), r.begin(), r.end());
+        want_exact.insert(want_exact.end(), e.begin(), e.end());
+      }
+      expect_close("int8 few tokens " + name, got, want, kExactTolerance);
+      expect_close("int8 few tokens " + name + " vs exact x", got, want_exact, kInt8Tolerance);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // Decode GEMV bandwidth at Llama-3-8B's FFN shapes (gate/up, then down), one type at a time, for one
-// token (Q8_0 and Q4_0 also from x's int8 copy); for a batch of 8 tokens, through the GEMV and
-// through the GEMM; and the GEMM of decode batches of 8 to 32 tokens at every bf16 projection's shape,
+// token (quantized types also from x's int8 copy); for batches of 8 tokens, through the GEMV and
+// through the GEMM, and of 32 through the GEMM (for quantized weights also given x's int8 copy: the
+// integer tensor-core kernel); and the GEMM of decode batches of 8 to 32 tokens at every bf16 projection's shape,
 // through launch_gemm (its choice: cuBLAS, or the tensor-core kernel of decode batches; cuBLAS alone
 // under ROCMFORGE_FEW_TOKENS_GEMM=0) and through launch_gemm_few_tokens at each row tiling.
 // Disabled by default (a measurement, not a check); tools/gpu_check.sh runs it with
@@ -27,9 +28,10 @@ constexpr std::size_t kWorkingSet = std::size_t{1} << 29;  // 512 MiB of weight 
 // the median over several such batches.
 constexpr int kBatches = 10, kLaunchesPerBatch = 20;
 
-// The GEMV from fp32 x, the GEMV from x's int8 copy, or the GEMM from x's 16-bit copy (as a decode
-// batch's norm makes it): launch_gemm's choice, or the decode batches' kernel at row_tiles_.
-enum class Path { kGemv, kGemvInt8, kGemm, kFewTokens };
+// The GEMV from fp32 x, the GEMV from x's int8 copy, the GEMM from x's 16-bit copy (as a decode
+// batch's norm makes it): launch_gemm's choice, or the decode batches' kernel at row_tiles_; or the GEMM
+// given x's int8 copy as well (a quantized decode batch's).
+enum class Path { kGemv, kGemvInt8, kGemm, kFewTokens, kGemmInt8 };
 
 class GemvBenchmark : public GpuTest {
  protected:
@@ -54,9 +56,10 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
 
   auto launch = [&](int i) {
     const WeightMatrix w{type, shape.rows, shape.cols, weights[i % copies].data()};
-    if (path == Path::kGemm) {
+    if (path == Path::kGemm || path == Path::kGemmInt8) {
       const WeightProduct product{w, y.data()};
-      launch_gemm_group(ctx(), std::span(&product, 1), x.data(), tokens, {x_half.data(), operand});
+      const QuantizedActivations rounded = path == Path::kGemmInt8 ? x_rounded.view() : QuantizedActivations{};
+      launch_gemm_group(ctx(), std::span(&product, 1), x.data(), tokens, {x_half.data(), operand}, rounded);
     } else if (path == Path::kFewTokens) {
       launch_gemm_few_tokens(w, x_half.data(), tokens, y.data(), ctx(), row_tiles_);
     } else {
@@ -74,6 +77,7 @@ void GemvBenchmark::bench_gemv(DType type, Shape shape, int tokens, Path path, E
   const double bytes = matrix_bytes + (shape.cols + shape.rows) * tokens * sizeof(float);
   const float t = median(ms);
   const std::string name = path == Path::kGemm       ? "gemm"
+                           : path == Path::kGemmInt8 ? "gemm-i8"
                            : path == Path::kGemvInt8 ? "gemv-i8"
                            : path == Path::kGemv     ? "gemv"
                                                      : "few x" + std::to_string(row_tiles_);
@@ -101,8 +105,12 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
     }
   }
   for (const Shape& shape : kShapes) {
-    for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
       for (const Path path : {Path::kGemv, Path::kGemm}) bench_gemv(type, shape, 8, path, timer);
+      bench_gemv(type, shape, 32, Path::kGemm, timer);
+      if (gemm_multiplies_rounded(type, 32)) {
+        for (const int tokens : {8, 32}) bench_gemv(type, shape, tokens, Path::kGemmInt8, timer);
+      }
     }
   }
 }

@@ -41,15 +41,6 @@ class Gemv : public GpuTest {
 // same decoded weights in double. (No bf16/f16 arithmetic happens, so no wider tolerance is needed.)
 constexpr double kTolerance = 1e-5;
 
-// W x in double from the decoded weights.
-std::vector<double> reference_product(const EncodedRows& w, std::size_t rows, std::size_t cols, const std::vector<float>& x) {
-  std::vector<double> ref(rows, 0.0);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t i = 0; i < cols; ++i) ref[r] += static_cast<double>(w.decoded[r * cols + i]) * x[i];
-  }
-  return ref;
-}
-
 std::string describe(DType type, std::size_t rows, std::size_t cols) {
   return std::string(dtype_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
 }
@@ -72,7 +63,7 @@ TEST_F(Gemv, MatchesDecodedWeightsForEveryType) {
       {DType::Q5_K, 1037, 4096}, {DType::Q5_K, 37, 768},  {DType::IQ4_XS, 1037, 4096}, {DType::IQ4_XS, 37, 768},
       // Long rows, and row counts that leave a block's last rows spare.
       {DType::F32, 37, 8196},    {DType::F16, 5, 9001},   {DType::Q8_0, 3, 4160},    {DType::Q4_K, 37, 14336},
-      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 2, 14344},  {DType::Q3_K, 7, 14336},
+      {DType::Q6_K, 7, 4352},    {DType::Q4_0, 6, 14336}, {DType::BF16, 37, 14344}, {DType::Q3_K, 7, 14336},
       {DType::Q5_0, 6, 14336},   {DType::IQ4_XS, 3, 4352},
   };
   for (const auto& c : cases) {
@@ -169,7 +160,7 @@ TEST_F(Gemv, EachTokenOfABatchGetsItsOwnBits) {
   }
 }
 
-// Q8_0 and Q4_0 given x's int8 copy: the products of the weights with the values the codes stand for
+// Quantized weights given x's int8 copy: the products of the weights with the values the codes stand for
 // (integer sums, exact, then two scales: fp32's tolerance), within x's rounding (about 4e-3, as
 // llama.cpp's) of the products with x itself, and each token's bits what it gets alone.
 TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
@@ -178,12 +169,15 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
     std::size_t rows, cols;
     int tokens;
   };
-  // 96 columns: rows of 3 blocks, 2-byte aligned only; 14336: the down projection's rows, enough of
-  // them that SwiGLU's outputs are not all near zero: silu(g) u moves by u times g's rounding, which
-  // against a norm of only near-zero outputs read 1.4e-5 with 6 rows (seed 9688912827931577114).
-  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1}, {48, 14336, 1}, {300, 512, 3}, {19, 4096, 8}, {48, 14336, 3}};
-  for (const DType type : {DType::Q8_0, DType::Q4_0}) {
+  // 96 columns: rows of 3 blocks of 32, 2-byte aligned only (Q8_0, Q4_0); 768: 3 blocks of 256,
+  // Q6_K's rows 2-byte aligned only; 14336: the down projection's rows, enough of them that SwiGLU's
+  // outputs are not all near zero: silu(g) u moves by u times g's rounding, which against a norm of
+  // only near-zero outputs read 1.4e-5 with 6 rows (seed 9688912827931577114).
+  const Case cases[] = {{1037, 4096, 1}, {37, 96, 1},   {37, 768, 1},  {48, 14336, 1},
+                        {300, 512, 3},   {19, 4096, 8}, {48, 14336, 3}};
+  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
     for (const auto& c : cases) {
+      if (c.cols % dtype_info(type).block_elems != 0) continue;
       const auto a = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
       const auto b = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
       const auto x = random_floats(c.cols * c.tokens, -2.0f, 2.0f);
