@@ -1,17 +1,15 @@
 // The GEMM of a decode batch (up to 64 tokens) with quantized weights on NVIDIA's integer tensor cores
-// (mma.sync m16n8k16 s8, sm_80+), as llama.cpp's MMQ does: x rounded to int8 in blocks of 32 once
-// (launch_quantize_activations), each weight unit's codes (dequantize.cuh: 32 columns, the unit the
-// GEMV's integer path reads) go from their device layout straight into A fragments, and each unit's
-// int32 products are scaled into fp32 sums. Without it a decode batch decoded every weight to f16 for
-// cuBLAS, step after step (docs/perf_history.md, issue #25).
+// (mma.sync m16n8k16 s8, sm_80+), as llama.cpp's MMQ does: x's int8 copy in blocks of 32 (made by
+// the kernel that makes x, as for the one-token GEMV), each weight unit's codes (dequantize.cuh: 32
+// columns, the unit the GEMV's integer path reads) from their device layout straight into A
+// fragments, and each unit's int32 products scaled into fp32 sums. Without it a decode batch decoded
+// every weight to f16 for cuBLAS, step after step (docs/perf_history.md, issue #25).
 //
 // A block takes 16 rows and all the tokens; its 8 warps take the row's units in turns of kAhead
 // consecutive units, loading all of a turn's codes before using any. Lane t of a row's 4 lanes holds
 // its row's whole unit (one load of the decoder's), and gives the mma the 4 columns 4t.. of each
 // 16-column half; x's codes come from L2 the same way. The warps' sums meet in shared memory in a
 // fixed order.
-#include <algorithm>
-
 #include "backend/gpu/common/dependent_launch.cuh"
 #include "backend/gpu/common/reduce.cuh"
 #include "backend/gpu/common/tensor_core.cuh"
