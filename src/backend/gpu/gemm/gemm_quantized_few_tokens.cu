@@ -73,12 +73,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) a_frag[h][r] = D::unit_word(codes[a][r], h, t), scale[r][h] = D::unit_scale(codes[a][r], h);
+        for (int h = 0; h < 2; ++h) {
+          a_frag[h][r] = D::unit_word(codes[a][r], h, t);
+          scale[r][h] = D::unit_scale(codes[a][r], h);
+        }
         offset[r] = D::unit_offset(codes[a][r]);
       }
 #pragma unroll
       for (int n = 0; n < kTokenTiles; ++n) {
-        const int* x_words = reinterpret_cast<const int*>(x.codes + kRoundedBlockCols * (static_cast<std::size_t>(b_token[n]) * row_units + unit));
+        const std::size_t b_at = static_cast<std::size_t>(b_token[n]) * row_units + unit;
+        const int* x_words = reinterpret_cast<const int*>(x.codes + kRoundedBlockCols * b_at);
         int c[2][4] = {};
 #pragma unroll
         for (int h = 0; h < 2; ++h) mma_s8(c[h], a_frag[h][0], a_frag[h][1], x_words[4 * h + t]);
