@@ -65,7 +65,8 @@ struct RoundedShape {
 // kMostQuantizedFewTokens tokens), and every step's GEMVs when batch-invariant.
 RoundedShape rounded_shape(const ModelConfig& c, const GpuForwardOptions& o) {
   const int tokens = o.batch_invariant ? o.max_batch_tokens : std::min(o.max_batch_tokens, kMostQuantizedFewTokens);
-  return {static_cast<std::size_t>(tokens), static_cast<std::size_t>(std::max({c.hidden_size, c.q_dim(), c.intermediate_size}))};
+  const int cols = std::max({c.hidden_size, c.q_dim(), c.intermediate_size});
+  return {static_cast<std::size_t>(tokens), static_cast<std::size_t>(cols)};
 }
 
 std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {

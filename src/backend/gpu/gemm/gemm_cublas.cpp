@@ -33,15 +33,12 @@ bool few_tokens_allowed() {
   return setting == nullptr || std::string_view(setting) != "0";
 }
 
-
 }  // namespace
 
 class GemmContext {
  public:
   explicit GemmContext(const DeviceContext& device)
-      : device_(device),
-        workspace_(kWorkspaceBytes),
-        few_tokens_(few_tokens_allowed() && few_tokens_gemm_available()) {
+      : device_(device), workspace_(kWorkspaceBytes), few_tokens_(few_tokens_allowed() && few_tokens_gemm_available()) {
     check(cublasCreate(&handle_), "cublasCreate");
     cublasStatus_t status = cublasSetStream(handle_, device.stream());
     if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes());

@@ -1,17 +1,15 @@
 // The GEMM of a decode batch (up to 64 tokens) with quantized weights on NVIDIA's integer tensor cores
-// (mma.sync m16n8k16 s8, sm_80+), as llama.cpp's MMQ does: x rounded to int8 in blocks of 32 once
-// (launch_quantize_activations), each weight unit's codes (dequantize.cuh: 32 columns, the unit the
-// GEMV's integer path reads) go from their device layout straight into A fragments, and each unit's
-// int32 products are scaled into fp32 sums. Without it a decode batch decoded every weight to f16 for
-// cuBLAS, step after step (docs/perf_history.md, issue #25).
+// (mma.sync m16n8k16 s8, sm_80+), as llama.cpp's MMQ does: x's int8 copy in blocks of 32 (made by
+// the kernel that makes x, as for the one-token GEMV), each weight unit's codes (dequantize.cuh: 32
+// columns, the unit the GEMV's integer path reads) from their device layout straight into A
+// fragments, and each unit's int32 products scaled into fp32 sums. Without it a decode batch decoded
+// every weight to f16 for cuBLAS, step after step (docs/perf_history.md, issue #25).
 //
 // A block takes 16 rows and all the tokens; its 8 warps take the row's units in turns of kAhead
 // consecutive units, loading all of a turn's codes before using any. Lane t of a row's 4 lanes holds
 // its row's whole unit (one load of the decoder's), and gives the mma the 4 columns 4t.. of each
 // 16-column half; x's codes come from L2 the same way. The warps' sums meet in shared memory in a
 // fixed order.
-#include <algorithm>
-
 #include "backend/gpu/common/dependent_launch.cuh"
 #include "backend/gpu/common/reduce.cuh"
 #include "backend/gpu/common/tensor_core.cuh"
@@ -75,12 +73,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) a_frag[h][r] = D::unit_word(codes[a][r], h, t), scale[r][h] = D::unit_scale(codes[a][r], h);
+        for (int h = 0; h < 2; ++h) {
+          a_frag[h][r] = D::unit_word(codes[a][r], h, t);
+          scale[r][h] = D::unit_scale(codes[a][r], h);
+        }
         offset[r] = D::unit_offset(codes[a][r]);
       }
 #pragma unroll
       for (int n = 0; n < kTokenTiles; ++n) {
-        const int* x_words = reinterpret_cast<const int*>(x.codes + kRoundedBlockCols * (static_cast<std::size_t>(b_token[n]) * row_units + unit));
+        const std::size_t b_at = static_cast<std::size_t>(b_token[n]) * row_units + unit;
+        const int* x_words = reinterpret_cast<const int*>(x.codes + kRoundedBlockCols * b_at);
         int c[2][4] = {};
 #pragma unroll
         for (int h = 0; h < 2; ++h) mma_s8(c[h], a_frag[h][0], a_frag[h][1], x_words[4 * h + t]);
