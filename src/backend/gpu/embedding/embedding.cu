@@ -1,5 +1,5 @@
 // Embedding lookup: each token's row of the table, decoded to fp32.
-#include "backend/gpu/quant/dequantize.cuh"
+#include "backend/gpu/quant/dequantize_values.cuh"
 #include "backend/gpu/common/dependent_launch.cuh"
 #include "backend/gpu/runtime/launch_check.h"
 #include "backend/gpu/embedding/embedding.h"
@@ -26,11 +26,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int r = 0; r < D::kRuns; ++r) {
 #pragma unroll
-      for (int i = 0; i < D::kRunLength; ++i) {
-        float value = slice.scale[r] * slice.q[r][i];
-        if constexpr (D::kHasBias) value += slice.bias[r];
-        out_row[slice.column[r] + i] = value;
-      }
+      for (int i = 0; i < D::kRunLength; ++i) out_row[slice.column[r] + i] = slice_value<D>(slice, r, i);
     }
   }
   if constexpr (D::kPlain) {

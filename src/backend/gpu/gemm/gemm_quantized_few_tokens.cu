@@ -139,7 +139,7 @@ bool quantized_few_tokens_available() {
 void launch_gemm_quantized_few_tokens(const WeightMatrix& w, QuantizedActivations x, int n_tokens, float* out,
                                       const DeviceContext& ctx) {
   const char* name = "launch_gemm_quantized_few_tokens";
-  require(gemv_reads_rounded(w.dtype), name, "weights of a type with integer codes (Q8_0, Q4_0, Q4_K, Q6_K)");
+  require(gemv_reads_rounded(w.dtype), name, "weights of a type with integer codes (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
   require(n_tokens >= 1 && n_tokens <= kMostQuantizedFewTokens, name, "1 to 64 tokens");
   require(w.rows > 0 && w.rows <= (1u << 30) && w.cols <= (1u << 30), name, "weight shape is empty or too large");
   require(is_aligned(x.codes, 16), name, "x's codes must be 16-byte aligned");

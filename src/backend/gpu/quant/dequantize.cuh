@@ -19,9 +19,10 @@
 // what every element subtracts (w = scale * code - offset).
 //
 // Layout (device_layout.h): Q8_0, Q4_0 and Q6_K rows are split on upload into runs of one kind of
-// field each (a row's quants first, 16 bytes a unit), Q4_K's blocks rearranged in place, so that a
-// unit's quants are one 16-byte load and its codes line up with x's for dp4a. GGML's 18-, 34- and
-// 210-byte blocks would allow 2-byte loads only.
+// field each (a row's quants first, 16 bytes a unit), Q4_K's and Q5_K's blocks rearranged in place, so
+// that a unit's quants are one 16-byte load and its codes line up with x's for dp4a. GGML's 18-, 34-
+// and 210-byte blocks would allow 2-byte loads only. The other types keep GGML's layout and decode to
+// fp32 only.
 #include <cstddef>
 #include <cstdint>
 
@@ -50,6 +51,9 @@ struct Slice {
 namespace detail {
 
 __device__ __forceinline__ uint4 load_16_bytes(const std::uint8_t* p) { return *reinterpret_cast<const uint4*>(p); }
+
+// Four bytes at a 4-byte-aligned address.
+__device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
 // Four bytes at a 2-byte-aligned address.
 __device__ __forceinline__ std::uint32_t load_4_bytes(const std::uint8_t* p) {
@@ -109,10 +113,25 @@ __device__ __forceinline__ int dot_nibbles(const uint4& q, const int (&x)[8]) {
 template <class Slice>
 __device__ __forceinline__ void nibble_values(const uint4& q, float offset, Slice& s) {
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    s.q[0][i] = byte_to_float(word_of(q, i / 4) & 0x0F0F0F0Fu, i % 4, offset);
-    s.q[1][i] = byte_to_float((word_of(q, i / 4) >> 4) & 0x0F0F0F0Fu, i % 4, offset);
+  for (int half = 0; half < 2; ++half) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s.q[half][i] = byte_to_float(static_cast<std::uint32_t>(nibble_word(q, half, i / 4)), i % 4, offset);
   }
+}
+
+// `word` with bit `from` moved to bit `to` (and every other bit by as much).
+__device__ __forceinline__ std::uint32_t shift_bits(std::uint32_t word, int from, int to) {
+  return from <= to ? word << (to - from) : word >> (from - to);
+}
+
+// Q4_K's and Q5_K's head in the device layout (16 bytes): d and dmin, then sub-block j's 12-bit entry
+// (scale | min << 6), its low 8 bits in byte 4 + j, its high 4 in nibble j of bytes 12-15. Gives
+// d * scale and dmin * min of sub-block j.
+__device__ __forceinline__ void k4_scale_min(const uint4& head, int j, float& scale, float& min) {
+  const std::uint32_t low = (j < 4 ? head.y : head.z) >> (8 * (j % 4)) & 0xFFu;
+  const std::uint32_t entry = low | (head.w >> (4 * j) & 0xFu) << 8;
+  scale = half_bits_to_float(head.x & 0xFFFFu) * static_cast<float>(entry & 63u);
+  min = half_bits_to_float(head.x >> 16) * static_cast<float>(entry >> 6);
 }
 
 template <class Block>
@@ -159,19 +178,6 @@ struct F16Bits {
 struct BF16Bits {
   __device__ static float to_float(std::uint32_t bits) { return __uint_as_float(bits << 16); }
 };
-
-// Q5_K's (GGML layout) 6-bit scale and min of sub-block j from its 12 packed bytes (as 3
-// little-endian words): the device twin of rf::cpu::scale_min_k4.
-__device__ __forceinline__ void scale_min_k4(int j, const std::uint32_t (&words)[3], float& scale, float& min) {
-  auto byte = [&](int i) { return byte_of(words[i / 4], i % 4); };
-  if (j < 4) {
-    scale = static_cast<float>(byte(j) & 63);
-    min = static_cast<float>(byte(j + 4) & 63);
-  } else {
-    scale = static_cast<float>((byte(j + 4) & 0xF) | ((byte(j - 4) >> 6) << 4));
-    min = static_cast<float>((byte(j + 4) >> 4) | ((byte(j) >> 6) << 4));
-  }
-}
 
 }  // namespace detail
 
@@ -261,18 +267,55 @@ struct Decoder<DType::Q4_0> {
   __device__ static float unit_offset(const Codes& c) { return 8.0f * c.scale; }
 };
 
-// Q4_K in its device layout (device_layout.h): GGML's 144-byte blocks, each 16 bytes of scales then 8
-// units of 16 bytes of nibbles. The head holds d and dmin (f16), then sub-block j's 6-bit scale and
-// min as one 12-bit entry (scale | min << 6): its low 8 bits in byte 4 + j, its high 4 in nibble j of
-// bytes 12-15. Unit j holds sub-block j's 32 elements as Q4_0 does: byte i holds element i (low
-// nibble) and element 16 + i (high). One slice per unit; x = d * scale * q - dmin * min.
-template <>
-struct Decoder<DType::Q4_K> {
+namespace detail {
+
+// What Q4_K and Q5_K share: 256-column blocks of 8 units of 32 columns, one slice a unit, whose unsigned
+// codes q (D::unit_word) take the unit's sub-block's scale and min (D::Codes' scale and min, from
+// k4_scale_min): x = scale * q - min.
+template <class D>
+struct ScaledUnitsLessMin {
   static constexpr bool kPlain = false;
   static constexpr bool kHasBias = true;
   static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
   static constexpr bool kIntegerDot = true, kUsesCodeSum = true;
   using Slice = gpu::Slice<kRuns, kRunLength>;
+
+  template <class Codes>
+  __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
+    int sum = 0;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) sum = dot4_i8(D::unit_word(c, half, k), x[4 * half + k], sum);
+    }
+    return x_scale * (c.scale * static_cast<float>(sum) - c.min * static_cast<float>(x_sum));
+  }
+  template <class Codes>
+  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
+  template <class Codes>
+  __device__ static float unit_offset(const Codes& c) { return c.min; }
+  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
+    typename D::Codes c;
+    D::load_codes(row, 0, slice, c);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s.q[half][i] = byte_to_float(static_cast<std::uint32_t>(D::unit_word(c, half, i / 4)), i % 4, 0.0f);
+      s.scale[half] = c.scale;
+      s.bias[half] = -c.min;
+      s.column[half] = 32 * slice + 16 * half;
+    }
+  }
+};
+
+}  // namespace detail
+
+// Q4_K in its device layout (device_layout.h): GGML's 144-byte blocks, each a 16-byte head (d, dmin
+// and the sub-blocks' scales and mins, as detail::k4_scale_min reads them) then 8 units of 16 bytes of
+// nibbles. Unit j holds sub-block j's 32 elements as Q4_0 does: byte i holds element i (low nibble)
+// and element 16 + i (high). x = d * scale * q - dmin * min.
+template <>
+struct Decoder<DType::Q4_K> : detail::ScaledUnitsLessMin<Decoder<DType::Q4_K>> {
   struct Codes {
     uint4 q;
     float scale, min;  // d * scale and dmin * min of the unit's sub-block
@@ -283,29 +326,36 @@ struct Decoder<DType::Q4_K> {
     static_assert(sizeof(cpu::BlockQ4_K) == 144 && offsetof(cpu::BlockQ4_K, qs) == 16);
     const std::uint8_t* block = row + 144 * (unit / 8);
     const int j = unit % 8;
-    const uint4 head = detail::load_16_bytes(block);
     c.q = detail::load_16_bytes(block + 16 + 16 * j);
-    const std::uint32_t low = (j < 4 ? head.y : head.z) >> (8 * (j % 4)) & 0xFFu;
-    const std::uint32_t entry = low | (head.w >> (4 * j) & 0xFu) << 8;
-    c.scale = half_bits_to_float(head.x & 0xFFFFu) * static_cast<float>(entry & 63u);
-    c.min = half_bits_to_float(head.x >> 16) * static_cast<float>(entry >> 6);
-  }
-  __device__ static float dot(const Codes& c, const int (&x)[8], int x_sum, float x_scale) {
-    return x_scale * (c.scale * static_cast<float>(detail::dot_nibbles(c.q, x)) - c.min * static_cast<float>(x_sum));
+    detail::k4_scale_min(detail::load_16_bytes(block), j, c.scale, c.min);
   }
   __device__ static int unit_word(const Codes& c, int half, int k) { return detail::nibble_word(c.q, half, k); }
-  __device__ static float unit_scale(const Codes& c, int /*half*/) { return c.scale; }
-  __device__ static float unit_offset(const Codes& c) { return c.min; }
-  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
-    Codes c;
-    load_codes(row, 0, slice, c);
-    detail::nibble_values(c.q, 0.0f, s);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      s.scale[r] = c.scale;
-      s.bias[r] = -c.min;
-      s.column[r] = 32 * slice + 16 * r;
-    }
+};
+
+// Q5_K in its device layout (device_layout.h): Q4_K's, with each unit's fifth bits after the units: a
+// 176-byte block holds Q4_K's head, unit j's low 4 bits at 16 + 16j as Q4_K's, and its fifth bits at
+// 144 + 4j as a word whose bit 8b + 4h + k is that of element 16h + 4k + b, so that one shift and mask
+// put four elements' fifth bits at bit 4 of their bytes. x = d * scale * q - dmin * min.
+template <>
+struct Decoder<DType::Q5_K> : detail::ScaledUnitsLessMin<Decoder<DType::Q5_K>> {
+  struct Codes {
+    uint4 low;
+    std::uint32_t high;
+    float scale, min;  // d * scale and dmin * min of the unit's sub-block
+  };
+
+  __device__ static void load_codes(const std::uint8_t* row, int /*row_units*/, int unit, Codes& c) {
+    static_assert(sizeof(cpu::BlockQ5_K) == 176);
+    const std::uint8_t* block = row + 176 * (unit / 8);
+    const int j = unit % 8;
+    c.low = detail::load_16_bytes(block + 16 + 16 * j);
+    c.high = detail::load_word(block + 144 + 4 * j);
+    detail::k4_scale_min(detail::load_16_bytes(block), j, c.scale, c.min);
+  }
+  // The codes q of elements 16 half + 4k + [0, 4), one a byte.
+  __device__ static int unit_word(const Codes& c, int half, int k) {
+    const std::uint32_t fifth = detail::shift_bits(c.high, 4 * half + k, 4) & 0x10101010u;
+    return detail::nibble_word(c.low, half, k) | static_cast<int>(fifth);
   }
 };
 
@@ -341,7 +391,7 @@ struct Decoder<DType::Q6_K> {
   __device__ static std::uint32_t codes(const Codes& c, int half, int k) {
     const std::uint32_t low = detail::word_of(c.low, k) >> (4 * half) & 0x0F0F0F0Fu;
     const std::uint32_t high_word = half == 0 ? c.high.x : c.high.y;
-    const std::uint32_t high = (2 * k <= 4 ? high_word << (4 - 2 * k) : high_word >> (2 * k - 4)) & 0x30303030u;
+    const std::uint32_t high = detail::shift_bits(high_word, 2 * k, 4) & 0x30303030u;
     return low | high;
   }
   // The same as q - 32 in two's complement: q + 96 fits each byte (q < 64), and flipping its top bit
@@ -378,9 +428,6 @@ struct Decoder<DType::Q6_K> {
 // ---- GGML's other block types: the fp32 decode path only (no integer dot products) ----
 
 namespace detail {
-
-// Four bytes at a 4-byte-aligned address.
-__device__ __forceinline__ std::uint32_t load_word(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
 // f(run, i, nibble) for the 32 nibbles of a block of GGML's 32-element types, 16 bytes as 4 words:
 // element i < 16 is the low nibble of byte i (run 0), element 16 + i its high nibble (run 1).
@@ -517,47 +564,6 @@ struct Decoder<DType::IQ4_XS> {
     const std::uint32_t scale_bits = ((head.y >> (4 * c)) & 0xFu) | ((head.x >> (16 + 2 * c)) & 3u) << 4;
     const float d = half_bits_to_float(head.x & 0xFFFFu) * detail::code_to_float(scale_bits, 32.0f);
     detail::Block32Decoder<false, kAlignment>::set_runs(slice, d, 0.0f, s);  // 32 columns a slice, as those
-  }
-};
-
-// 8 slices per block (176 bytes, 16-byte aligned), as Q4_K's: slice p holds elements [16(p % 2), +16)
-// of sub-blocks 2(p / 2) (low nibbles) and 2(p / 2) + 1 (high nibbles), and element l of sub-block j
-// takes bit j of qh[l] as its fifth bit; x = d * sc * q - dmin * m.
-template <>
-struct Decoder<DType::Q5_K> {
-  static constexpr bool kPlain = false;
-  static constexpr bool kHasBias = true;
-  static constexpr int kRuns = 2, kRunLength = 16, kBlockElems = 256, kSlicesPerBlock = 8, kAlignment = 16;
-  static constexpr bool kIntegerDot = false;
-  using Slice = gpu::Slice<kRuns, kRunLength>;
-
-  __device__ static void decode(const std::uint8_t* row, int /*row_blocks*/, int slice, Slice& s) {
-    const int part = slice % kSlicesPerBlock;
-    const auto& block = detail::block_at<cpu::BlockQ5_K>(row, slice / kSlicesPerBlock);
-    static_assert(offsetof(cpu::BlockQ5_K, scales) == 4 && offsetof(cpu::BlockQ5_K, qh) == 16 &&
-                  offsetof(cpu::BlockQ5_K, qs) == 48);
-    const uint4 raw = detail::load_16_bytes(block.qs + 16 * part);
-    const uint4 raw_high = detail::load_16_bytes(block.qh + 16 * (part % 2));
-    const std::uint32_t nibbles[4] = {raw.x, raw.y, raw.z, raw.w}, fifth[4] = {raw_high.x, raw_high.y, raw_high.z, raw_high.w};
-    const int low_bit = 2 * (part / 2);
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const std::uint32_t byte = detail::byte_of(nibbles[i / 4], i % 4), high = detail::byte_of(fifth[i / 4], i % 4) >> low_bit;
-      s.q[0][i] = detail::code_to_float((byte & 0xFu) | (high & 1u) << 4, 0.0f);
-      s.q[1][i] = detail::code_to_float((byte >> 4) | (high & 2u) << 3, 0.0f);
-    }
-    const uint4 head = detail::load_16_bytes(reinterpret_cast<const std::uint8_t*>(&block));
-    const std::uint32_t scales[3] = {head.y, head.z, head.w};
-    const float d = half_bits_to_float(head.x & 0xFFFFu), dmin = half_bits_to_float(head.x >> 16);
-    const int first = slice / kSlicesPerBlock * kBlockElems + 16 * (part % 2);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float scale, min;
-      detail::scale_min_k4(low_bit + r, scales, scale, min);
-      s.scale[r] = d * scale;
-      s.bias[r] = -dmin * min;
-      s.column[r] = first + 32 * (low_bit + r);
-    }
   }
 };
 

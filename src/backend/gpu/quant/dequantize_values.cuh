@@ -1,6 +1,7 @@
 #pragma once
 // Weights decoded to values, as the GEMM operand loads want them (the GEMV instead folds each run's
-// scale and bias into its sums): shared by the tiled kernel and the 16-bit conversion for cuBLAS.
+// scale and bias into its sums): shared by the tiled kernel, the 16-bit conversion for cuBLAS and the
+// embedding lookup.
 #include "backend/gpu/quant/dequantize.cuh"
 
 namespace rf::gpu {
@@ -13,9 +14,9 @@ __device__ __forceinline__ float slice_value(const typename D::Slice& s, int run
 }
 
 // The fewest columns that consecutive slices cover exactly, with none outside: a column range that
-// starts and ends at multiples of it is decoded by whole slices. Q4_K's and Q6_K's slices are their
-// device layout's units of 32 columns; Q5_K's pair two sub-blocks, Q3_K's and Q2_K's interleave over
-// half a block, IQ4_XS's are one sub-block each.
+// starts and ends at multiples of it is decoded by whole slices. Q4_K's, Q5_K's and Q6_K's slices are
+// their device layout's units of 32 columns; Q3_K's and Q2_K's interleave over half a block, IQ4_XS's
+// are one sub-block each.
 template <class D>
 inline constexpr int kSliceGroupCols = D::kPlain ? D::kRunLength : D::kBlockElems;
 template <>
@@ -23,7 +24,7 @@ inline constexpr int kSliceGroupCols<Decoder<DType::Q4_K>> = 32;
 template <>
 inline constexpr int kSliceGroupCols<Decoder<DType::Q6_K>> = 32;
 template <>
-inline constexpr int kSliceGroupCols<Decoder<DType::Q5_K>> = 64;
+inline constexpr int kSliceGroupCols<Decoder<DType::Q5_K>> = 32;
 template <>
 inline constexpr int kSliceGroupCols<Decoder<DType::Q3_K>> = 128;
 template <>

@@ -51,26 +51,58 @@ void pack_nibbles(const std::uint8_t* first, const std::uint8_t* second, int shi
   }
 }
 
-// Q4_K, block by block in place: d and dmin; sub-block j's scale | min << 6 as its low byte at 4 + j
-// and its high nibble at nibble j of bytes 12-15; then sub-block j's 32 codes at 16 + 16j, packed
-// by pack_nibbles (dequantize.cuh's Decoder<Q4_K> reads this). GGML keeps sub-block j in the low (j
-// even) or high (j odd) nibbles of qs[32(j / 2), +32).
+// Q4_K's and Q5_K's head (16 bytes at `out`): d and dmin; sub-block j's scale | min << 6 as its low
+// byte at 4 + j and its high nibble at nibble j of bytes 12-15 (dequantize.cuh's detail::k4_scale_min
+// reads this).
+void write_k4_head(std::uint16_t d, std::uint16_t dmin, const std::uint8_t* packed_scales, std::uint8_t* out) {
+  std::memset(out, 0, 16);
+  std::memcpy(out, &d, 2);
+  std::memcpy(out + 2, &dmin, 2);
+  std::uint64_t scales, mins;
+  cpu::unpack_scale_min_k4(packed_scales, scales, mins);
+  for (int j = 0; j < 8; ++j) {
+    const unsigned entry = (scales >> (8 * j) & 63) | (mins >> (8 * j) & 63) << 6;
+    out[4 + j] = static_cast<std::uint8_t>(entry & 0xFF);
+    out[12 + j / 2] |= static_cast<std::uint8_t>((entry >> 8) << (4 * (j % 2)));
+  }
+}
+
+// Sub-block j's 32 low 4-bit codes, packed by pack_nibbles: GGML keeps sub-block j in the low (j
+// even) or high (j odd) nibbles of qs[32(j / 2), +32), in Q4_K and Q5_K alike.
+void pack_k4_unit(const std::uint8_t* qs, int j, std::uint8_t* out) {
+  const std::uint8_t* codes = qs + 32 * (j / 2);
+  pack_nibbles(codes, codes + 16, 4 * (j % 2), out);
+}
+
+// Q4_K, block by block in place: the head, then sub-block j's codes at 16 + 16j (dequantize.cuh's
+// Decoder<Q4_K> reads this).
 void arrange_q4_k(const WeightMatrix& host, std::uint8_t* out) {
   const std::size_t blocks = host.rows * row_blocks(host);
   const auto* in = static_cast<const cpu::BlockQ4_K*>(host.data);
   for (std::size_t b = 0; b < blocks; ++b) {
     std::uint8_t* block = out + b * sizeof(cpu::BlockQ4_K);
-    std::memset(block, 0, sizeof(cpu::BlockQ4_K));
-    std::memcpy(block, &in[b].d, 2);
-    std::memcpy(block + 2, &in[b].dmin, 2);
-    std::uint64_t scales, mins;
-    cpu::unpack_scale_min_k4(in[b].scales, scales, mins);
+    write_k4_head(in[b].d, in[b].dmin, in[b].scales, block);
+    for (int j = 0; j < 8; ++j) pack_k4_unit(in[b].qs, j, block + 16 + 16 * j);
+  }
+}
+
+// Q5_K, block by block in place: Q4_K's layout, then sub-block j's fifth bits at 144 + 4j as a word
+// whose bit 8b + 4h + k is that of element 16h + 4k + b (GGML keeps it as bit j of qh[16h + 4k + b]);
+// dequantize.cuh's Decoder<Q5_K> reads this.
+void arrange_q5_k(const WeightMatrix& host, std::uint8_t* out) {
+  const std::size_t blocks = host.rows * row_blocks(host);
+  const auto* in = static_cast<const cpu::BlockQ5_K*>(host.data);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::uint8_t* block = out + b * sizeof(cpu::BlockQ5_K);
+    write_k4_head(in[b].d, in[b].dmin, in[b].scales, block);
     for (int j = 0; j < 8; ++j) {
-      const unsigned entry = (scales >> (8 * j) & 63) | (mins >> (8 * j) & 63) << 6;
-      block[4 + j] = static_cast<std::uint8_t>(entry & 0xFF);
-      block[12 + j / 2] |= static_cast<std::uint8_t>((entry >> 8) << (4 * (j % 2)));
-      const std::uint8_t* codes = in[b].qs + 32 * (j / 2);
-      pack_nibbles(codes, codes + 16, 4 * (j % 2), block + 16 + 16 * j);
+      pack_k4_unit(in[b].qs, j, block + 16 + 16 * j);
+      std::uint32_t fifth = 0;
+      for (int e = 0; e < 32; ++e) {
+        const int h = e / 16, k = e % 16 / 4, byte = e % 4;
+        fifth |= static_cast<std::uint32_t>(in[b].qh[e] >> j & 1) << (8 * byte + 4 * h + k);
+      }
+      std::memcpy(block + 144 + 4 * j, &fifth, 4);
     }
   }
 }
@@ -109,7 +141,8 @@ void split_q6_k(const WeightMatrix& host, std::uint8_t* out) {
 }
 
 bool is_rearranged(DType type) {
-  return type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_K || type == DType::Q6_K;
+  return type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_K || type == DType::Q5_K ||
+         type == DType::Q6_K;
 }
 
 }  // namespace
@@ -120,6 +153,7 @@ std::vector<std::uint8_t> to_device_layout(const WeightMatrix& host) {
   if (host.dtype == DType::Q8_0) split_rows<cpu::BlockQ8_0>(host, out.data());
   if (host.dtype == DType::Q4_0) split_rows<cpu::BlockQ4_0>(host, out.data());
   if (host.dtype == DType::Q4_K) arrange_q4_k(host, out.data());
+  if (host.dtype == DType::Q5_K) arrange_q5_k(host, out.data());
   if (host.dtype == DType::Q6_K) split_q6_k(host, out.data());
   return out;
 }

@@ -1,8 +1,10 @@
 #pragma once
 // How weight rows are laid out in device memory (host code). Most types keep GGML's layout. Q8_0 and
-// Q4_0 rows are split: all the row's quants first, then all its f16 block scales. The row keeps its
-// length in bytes, so row r still starts at r * row_bytes, but a block's quants become one aligned
-// 16- or 32-byte run: GGML's 34- and 18-byte blocks allow only 2-byte loads (dequantize.cuh).
+// Q4_0 rows are split: all the row's quants first, then all its f16 block scales; Q6_K's likewise into
+// runs of one field each; Q4_K's and Q5_K's blocks are rearranged in place. The row keeps its length in
+// bytes, so row r still starts at r * row_bytes, but each 32-column unit's quants become one aligned
+// 16-byte run whose codes line up with x's for integer dot products: GGML's 34- and 18-byte blocks
+// allow only 2-byte loads (dequantize.cuh says what each decoder reads).
 #include <cstdint>
 #include <vector>
 

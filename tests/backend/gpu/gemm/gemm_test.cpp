@@ -139,7 +139,7 @@ TEST_F(Gemm, QuantizedFewTokensKernelMatchesTheRoundedX) {
     std::size_t rows, cols;
   };
   const Shape shapes[] = {{2, 70, 4096}, {5, 37, 768}, {8, 300, 512}, {17, 129, 256}, {32, 48, 14336}, {64, 65, 1024}};
-  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (const Shape& c : shapes) {
       const auto w = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
       const auto x = random_floats(c.tokens * c.cols, -2.0f, 2.0f);

@@ -99,13 +99,13 @@ TEST_F(GemvBenchmark, DISABLED_Bandwidth) {
     std::printf("[  bench   ] device copy %zu MiB: %.1f GB/s\n", a.bytes() >> 20, 2.0 * a.bytes() / median(ms) / 1e6);
   }
   for (const Shape& shape : kShapes) {
-    for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       bench_gemv(type, shape, 1, Path::kGemv, timer);
       if (gemv_reads_rounded(type)) bench_gemv(type, shape, 1, Path::kGemvInt8, timer);
     }
   }
   for (const Shape& shape : kShapes) {
-    for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (const DType type : {DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
       for (const Path path : {Path::kGemv, Path::kGemm}) bench_gemv(type, shape, 8, path, timer);
       bench_gemv(type, shape, 32, Path::kGemm, timer);
       if (gemm_multiplies_rounded(type, 32)) {

@@ -175,7 +175,7 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
   // only near-zero outputs read 1.4e-5 with 6 rows (seed 9688912827931577114).
   const Case cases[] = {{1037, 4096, 1}, {37, 96, 1},   {37, 768, 1},  {48, 14336, 1},
                         {300, 512, 3},   {19, 4096, 8}, {48, 14336, 3}};
-  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (const DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (const auto& c : cases) {
       if (c.cols % dtype_info(type).block_elems != 0) continue;
       const auto a = encode_rows(type, random_floats(c.rows * c.cols), c.rows, c.cols);
