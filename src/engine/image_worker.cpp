@@ -155,6 +155,7 @@ void ImageWorker::run_job(ImageJob& job) {
   const auto start = std::chrono::steady_clock::now();
   auto first_step = start;
   JobOutcome outcome = JobOutcome::completed;
+  ImageEvent last;  // complete or failed: pushed after the outcome is counted
   try {
     if (job.cancelled()) fail("cancelled before it started");
     const sd::Pipeline& pipeline = load(r.loras).pipeline;
@@ -189,17 +190,19 @@ void ImageWorker::run_job(ImageJob& job) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (int i = 0; i < images.batch; ++i) metrics_.seconds_per_image.observe(seconds / images.batch);
     metrics_.images += images.batch;
-    job.push(std::move(done));
+    last = std::move(done);
   } catch (const std::exception& e) {
     // A failed job (a LoRA that will not merge, the device out of memory) leaves the worker serving.
     outcome = job.cancelled() ? JobOutcome::cancelled : JobOutcome::failed;
     if (outcome == JobOutcome::failed) spdlog::warn("image job failed: {}", e.what());
-    ImageEvent failed{ImageEvent::Kind::failed, job.step_, job.steps_};
-    failed.cancelled = outcome == JobOutcome::cancelled;
-    failed.message = failed.cancelled ? "the job was cancelled" : e.what();
-    job.push(std::move(failed));
+    last = {ImageEvent::Kind::failed, job.step_, job.steps_};
+    last.cancelled = outcome == JobOutcome::cancelled;
+    last.message = last.cancelled ? "the job was cancelled" : e.what();
   }
+  // Counted before the job's end goes out, so that whoever sees it end (a test, /metrics after the
+  // response) sees it counted.
   ++metrics_.jobs[static_cast<int>(r.operation)][static_cast<int>(outcome)];
+  job.push(std::move(last));
 }
 
 }  // namespace rf
