@@ -26,6 +26,7 @@ constexpr std::string_view kGpuDevice = std::string_view(ROCMFORGE_GPU_BACKEND) 
 llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
   return {.block_size = shape.block_size,
           .kv_blocks = shape.kv_blocks,
+          .max_context = shape.max_context,
           .max_batch_tokens = shape.max_batch_tokens,
           .batch_invariant = shape.batch_invariant};
 }

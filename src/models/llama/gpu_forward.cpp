@@ -22,6 +22,19 @@ using namespace rf::gpu;
 
 namespace {
 
+// The GPU decoder has the Llama family's pieces, not Gemma's, and attends to the whole context: a
+// model with sliding windows runs only while no sequence is longer than they are.
+const ModelConfig& supported_by_gpu(const ModelConfig& c, const GpuForwardOptions& options) {
+  if (is_gemma(c.arch)) fail("{} runs on the CPU backend only for now; use --device cpu", arch_name(c.arch));
+  const int window = c.smallest_window();
+  const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
+  if (window > 0 && context > window) {
+    fail("this model uses sliding-window attention over {} tokens, which the GPU backend does not implement yet; "
+         "use --ctx-size {} or less, or --device cpu", window, window);
+  }
+  return c;
+}
+
 // Sub-buffers start 256 bytes apart, so that every kernel's vector loads stay aligned.
 constexpr std::size_t kAlignElements = 64;
 
@@ -80,7 +93,7 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 }  // namespace
 
 GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
-    : config_(config),
+    : config_(supported_by_gpu(config, options)),
       options_(options),
       device_name_(describe_device(options.device)),
       ctx_(options.device),

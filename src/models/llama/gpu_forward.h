@@ -36,6 +36,9 @@ struct GpuForwardOptions {
   int device = 0;  // the runtime's index of the GPU to run on
   int block_size = 16;
   int kv_blocks = 0;
+  // The longest sequence the engine runs; 0: the whole KV cache. The GPU decoder attends to the whole
+  // context, so a model with sliding windows runs only while this is no longer than its windows.
+  int max_context = 0;
   int max_batch_tokens = 512;
   bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
   // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
