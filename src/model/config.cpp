@@ -217,12 +217,12 @@ void read_hf_gemma(const json& config, const std::string& source, ModelConfig& c
 }
 
 // What llama.cpp's Gemma 2 / Gemma 3 graphs read from the metadata, and what they assume
-// (llama-model.cpp): the embeddings scale
-// by sqrtf(n_embd); the attention by head_dim^-1/2, or (hidden/heads)^-1/2 for the 27B models (46
-// and 62 layers), as their configs' query_pre_attn_scalar; Gemma 2's even layers and five in six of
-// Gemma 3's slide, Gemma 3's with RoPE base 10000 unless rope.freq_base_swa says otherwise; soft-
-// capping defaults to 50 (attention) and 30 (logits) on Gemma 2 and is off on Gemma 3 but for the
-// final_logit_softcapping a file may carry.
+// (llama-model.cpp): the embeddings scale by sqrtf(n_embd); the attention by head_dim^-1/2, or
+// (hidden/heads)^-1/2 for the 27B models (46 and 62 layers), as their configs'
+// query_pre_attn_scalar; Gemma 2's even layers slide (window 4096 when the file names none), and
+// five in six of Gemma 3's where the file names a window, with RoPE base 10000 unless
+// rope.freq_base_swa says otherwise; soft-capping defaults to 50 (attention) and 30 (logits) on
+// Gemma 2 and is off on Gemma 3, but for the final_logit_softcapping a file may carry.
 void read_gguf_gemma(const GgufFile& gguf, const std::string& arch, ModelConfig& c) {
   const bool gemma2 = c.arch == Arch::Gemma2;
   c.activation = MlpActivation::GeluTanh;
@@ -232,7 +232,8 @@ void read_gguf_gemma(const GgufFile& gguf, const std::string& arch, ModelConfig&
   c.query_pre_attn_scalar = is_27b ? static_cast<double>(c.hidden_size / c.n_heads) : c.head_dim;
   c.attn_logit_softcap = gemma2 ? gguf.get_float_opt(arch + ".attn_logit_softcapping").value_or(50.0) : 0.0;
   c.final_logit_softcap = gguf.get_float_opt(arch + ".final_logit_softcapping").value_or(gemma2 ? 30.0 : 0.0);
-  const auto window = gguf.get_uint_opt(arch + ".attention.sliding_window");
+  auto window = gguf.get_uint_opt(arch + ".attention.sliding_window");
+  if (gemma2 && !window) window = 4096;  // llama.cpp's default for gemma2
   if (!window || *window == 0) return;
   if (*window > (1u << 30)) fail("{}: {}.attention.sliding_window = {} is out of range", gguf.path(), arch, *window);
   const int pattern = gemma2 ? 2 : 6;

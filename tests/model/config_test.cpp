@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/test_helpers.h"
 #include "util/error.h"
 
 namespace rf {
@@ -199,6 +200,43 @@ TEST(Config, GemmaGgufsMatchTheirHuggingFaceConfigs) {
     EXPECT_EQ(rope_inv_freq(gg), rope_inv_freq(hf));
     EXPECT_EQ(rope_inv_freq_local(gg), rope_inv_freq_local(hf));
   }
+}
+
+class GemmaGgufDefaults : public test::ScratchTest {
+ protected:
+  // GGUF metadata of a Gemma model with only the keys every file has (no window, no soft-caps).
+  ModelConfig read(const std::string& arch, int layers, int hidden, int heads, int head_dim) {
+    GgufWriter w;
+    const auto u32 = [](std::uint64_t v) { return GgufValue{GgufType::U32, v}; };
+    w.set("general.architecture", {GgufType::STRING, arch});
+    w.set(arch + ".embedding_length", u32(hidden));
+    w.set(arch + ".feed_forward_length", u32(4 * hidden));
+    w.set(arch + ".block_count", u32(layers));
+    w.set(arch + ".attention.head_count", u32(heads));
+    w.set(arch + ".attention.head_count_kv", u32(heads / 2));
+    w.set(arch + ".attention.key_length", u32(head_dim));
+    w.set(arch + ".context_length", u32(8192));
+    w.set(arch + ".vocab_size", u32(256000));
+    w.write(path("m.gguf"));
+    return config_from_gguf(GgufFile(path("m.gguf")));
+  }
+};
+
+// What llama.cpp assumes where the file says nothing (llama-model.cpp, and the 27B models' scale).
+TEST_F(GemmaGgufDefaults, AreLlamaCpps) {
+  const auto gemma2 = read("gemma2", 26, 2304, 8, 256);  // Gemma 2 2B
+  EXPECT_DOUBLE_EQ(gemma2.attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(gemma2.final_logit_softcap, 30.0);
+  for (int i = 0; i < 26; ++i) EXPECT_EQ(gemma2.window(i), i % 2 == 0 ? 4096 : 0) << "layer " << i;
+  EXPECT_DOUBLE_EQ(gemma2.attention_scale(), 1.0 / 16);
+  EXPECT_EQ(gemma2.embedding_scale, 48.0f);
+  const auto gemma2_27b = read("gemma2", 46, 4608, 32, 128);
+  EXPECT_DOUBLE_EQ(gemma2_27b.attention_scale(), 1.0 / 12);  // (4608 / 32)^-1/2, not 128^-1/2
+  const auto gemma3 = read("gemma3", 26, 1152, 4, 256);
+  EXPECT_TRUE(gemma3.layer_windows.empty());  // llama.cpp: no window named, none used
+  EXPECT_DOUBLE_EQ(gemma3.attn_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(gemma3.final_logit_softcap, 0.0);
+  EXPECT_TRUE(gemma3.qk_norm);
 }
 
 TEST(Config, Llama3ScalingFollowsTheBands) {
