@@ -47,6 +47,35 @@ double json_number_or_off(const json& j, const char* key, const std::string& sou
   return it->is_null() ? 0.0 : json_number(j, key, source, if_absent);
 }
 
+// transformers' Gemma3TextConfig defaults, which the text_config of the multimodal checkpoints
+// leans on (gemma-3-4b-it's names only its hidden and ffn sizes, layers, window and rope scaling).
+const json& gemma3_text_defaults() {
+  static const json defaults = json::parse(R"({
+    "model_type": "gemma3_text", "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256,
+    "sliding_window": 4096, "sliding_window_pattern": 6, "tie_word_embeddings": true})");
+  return defaults;
+}
+
+// A multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration): its language model's config,
+// text_config over transformers' defaults, with the dtype and eos ids of the whole.
+json gemma3_text_part(const json& config, const std::string& source) {
+  const auto text = config.find("text_config");
+  if (text == config.end() || !text->is_object()) {
+    fail("{}: a multimodal Gemma 3 config needs a text_config object", source);
+  }
+  json merged = gemma3_text_defaults();
+  merged.update(*text);
+  merged["model_type"] = "gemma3_text";
+  merged.erase("architectures");
+  for (const char* key : {"torch_dtype", "dtype", "eos_token_id"}) {
+    if (!merged.contains(key) && config.contains(key)) merged[key] = config[key];
+  }
+  return merged;
+}
+
 bool json_bool(const json& j, const char* key, const std::string& source, bool fallback) {
   const json* v = find_key(j, key);
   if (!v) return fallback;
@@ -83,7 +112,6 @@ Arch arch_from_hf(const json& config, const std::string& source) {
       if (name == "Qwen3ForCausalLM") type = "qwen3";
       if (name == "Gemma2ForCausalLM") type = "gemma2";
       if (name == "Gemma3ForCausalLM") type = "gemma3_text";
-      if (name == "Gemma3ForConditionalGeneration") type = "gemma3";
     }
   }
   if (type == "llama") return Arch::Llama;
@@ -92,11 +120,6 @@ Arch arch_from_hf(const json& config, const std::string& source) {
   if (type == "qwen3") return Arch::Qwen3;
   if (type == "gemma2") return Arch::Gemma2;
   if (type == "gemma3_text") return Arch::Gemma3;
-  if (type == "gemma3") {
-    fail("{}: this is a multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration), which rocmforge does not "
-         "load yet; text-only Gemma 3 checkpoints (model_type gemma3_text, Gemma3ForCausalLM) are supported",
-         source);
-  }
   fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text)", source,
        type);
 }
@@ -298,6 +321,9 @@ void ModelConfig::validate(const std::string& source) const {
 
 ModelConfig config_from_hf(const json& config, const std::string& source) {
   if (!config.is_object()) fail("{}: expected a JSON object", source);
+  if (const json* type = find_key(config, "model_type"); type && *type == "gemma3") {
+    return config_from_hf(gemma3_text_part(config, source), source);
+  }
   ModelConfig c;
   c.arch = arch_from_hf(config, source);
   c.activation = read_hf_activation(config, source, c.arch);

@@ -51,7 +51,9 @@ inline std::vector<Case> llama_family_cases() {
 inline std::vector<Case> cpu_only_cases() {
   return {Case{"mistral_window", "", "reference.json"},
           Case{"gemma2", "", "reference.json"}, Case{"gemma2", "model.gguf", "reference.json"},
-          Case{"gemma3", "", "reference.json"}, Case{"gemma3", "model.gguf", "reference.json"}};
+          Case{"gemma3", "", "reference.json"}, Case{"gemma3", "model.gguf", "reference.json"},
+          // gemma3's weights as a multimodal checkpoint's language model: gemma3's outputs
+          Case{"gemma3_multimodal", "", "../gemma3/reference.json"}};
 }
 
 inline auto all_cases() {

@@ -177,6 +177,36 @@ TEST(Config, ReadsGemma3InTheTransformers5Layout) {
   EXPECT_EQ(rope_inv_freq_local(a), rope_inv_freq_local(b));
 }
 
+// gemma-3-4b-it's config.json as published: the language model's config leans on transformers'
+// Gemma3TextConfig defaults for all but a few keys.
+TEST(Config, ReadsTheLanguageModelOfAMultimodalGemma3) {
+  const json j = json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model"}})");
+  const auto c = config_from_hf(j, "config.json");
+  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.n_layers, 34);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int32_t>{1, 106}));
+  EXPECT_EQ(c.embedding_scale, 50.5f);  // sqrt(2560) = 50.596 in bf16
+  EXPECT_DOUBLE_EQ(c.attention_scale(), 1.0 / 16);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::Linear);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(*c.rope_local_theta, 1e4);
+  for (int i = 0; i < 34; ++i) EXPECT_EQ(c.window(i), (i + 1) % 6 == 0 ? 0 : 1024) << "layer " << i;
+}
+
 // The fixtures' GGUFs, written by llama.cpp's converter, describe the model their folders do.
 TEST(Config, GemmaGgufsMatchTheirHuggingFaceConfigs) {
   for (const char* model : {"gemma2", "gemma3"}) {
@@ -284,8 +314,8 @@ TEST(Config, RejectsBadConfigsNamingTheProblem) {
   expect_error(j, "gelu");
   expect_error(json::array(), "object");
   j = gemma3_text();
-  j["model_type"] = "gemma3";  // the multimodal checkpoint
-  expect_error(j, "Gemma3ForConditionalGeneration");
+  j["model_type"] = "gemma3";  // a multimodal checkpoint's, without its text_config
+  expect_error(j, "text_config");
   j = gemma2_2b();
   j["layer_types"] = json::array({"sliding_attention"});
   expect_error(j, "layer_types");

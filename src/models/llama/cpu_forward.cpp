@@ -83,7 +83,8 @@ void CpuForward::embed(const Batch& batch) {
   }
 }
 
-// Norm, q/k/v, RoPE, the KV cache, attention and its output projection, added to the residual x_.
+// Norm, q/k/v, RoPE, the KV cache, attention and its output projection (Gemma: normed again) into
+// proj_, which mlp_block adds to the residual x_ in the same pass as its own norm.
 void CpuForward::attention_block(const Batch& batch, int l) {
   const auto& c = config_;
   const LayerWeights& w = weights_.layers[l];

@@ -116,10 +116,26 @@ struct Overloaded : Fn... {
   using Fn::operator()...;
 };
 
-// Fills the weights it visits from the set, checking each tensor's shape against the config.
+// Where a Hugging Face checkpoint keeps its language model: "model." and "lm_head.weight", or in a
+// multimodal Gemma 3 "language_model.model." and "language_model.lm_head.weight" (as transformers
+// 4.50 saved them) or "model.language_model." and "lm_head.weight" (since 4.52).
+struct HfPlace {
+  std::string model = "model.", lm_head = "lm_head.weight";
+};
+
+HfPlace hf_place(const TensorSet& tensors) {
+  if (tensors.find("language_model.model.embed_tokens.weight")) {
+    return {"language_model.model.", "language_model.lm_head.weight"};
+  }
+  if (tensors.find("model.language_model.embed_tokens.weight")) return {"model.language_model.", "lm_head.weight"};
+  return {};
+}
+
+// Fills the weights it visits from the set, checking each tensor's shape against the config. Hugging
+// Face names are looked up where `place` says (for_each_tensor names them "model." and "lm_head").
 class Reader {
  public:
-  explicit Reader(const TensorSet& tensors) : tensors_(tensors) {}
+  explicit Reader(const TensorSet& tensors, HfPlace place = {}) : tensors_(tensors), place_(std::move(place)) {}
 
   void operator()(const std::string& name, WeightMatrix& m, int rows, int cols) const {
     const TensorView& t = get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
@@ -140,7 +156,14 @@ class Reader {
     return to_f32(tensors_.source(), t);
   }
 
-  const TensorView& get(const std::string& name, std::initializer_list<std::uint64_t> expected) const {
+  std::string stored_name(const std::string& name) const {
+    if (name == "lm_head.weight") return place_.lm_head;
+    if (name.starts_with("model.")) return place_.model + name.substr(6);
+    return name;
+  }
+
+  const TensorView& get(const std::string& given, std::initializer_list<std::uint64_t> expected) const {
+    const std::string name = stored_name(given);
     const TensorView* t = tensors_.find(name);
     if (!t) fail("{}: tensor {} is missing", tensors_.source(), name);
     if (!std::ranges::equal(t->dims(), expected)) {
@@ -151,6 +174,7 @@ class Reader {
   }
 
   const TensorSet& tensors_;
+  HfPlace place_;
 };
 
 // Calls fn on every distinct 2-D weight (the tied output once).
@@ -164,7 +188,7 @@ void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
 }  // namespace
 
 LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming) {
-  const Reader reader(tensors);
+  const Reader reader(tensors, naming == Naming::HuggingFace ? hf_place(tensors) : HfPlace{});
   LlamaWeights w;
   w.layers.resize(config.n_layers);
   for_each_tensor(w, config, naming, reader);

@@ -2,7 +2,9 @@
 // The Llama family's weights (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3), read by name from a
 // checkpoint's tensors: the matrices stay views in their stored types, the small 1-D parameters
 // become fp32. Norm weights are what the norms multiply by, as llama.cpp's files store them: 1 + w
-// for Gemma's Hugging Face checkpoints, which store w. The backends' forwards see only LlamaWeights.
+// for Gemma's Hugging Face checkpoints, which store w. A multimodal Gemma 3's language model is read
+// from where transformers keeps it, its vision tower ignored. The backends' forwards see only
+// LlamaWeights.
 #include <cstddef>
 #include <optional>
 #include <string>
