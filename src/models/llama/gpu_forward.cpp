@@ -22,16 +22,8 @@ using namespace rf::gpu;
 
 namespace {
 
-// The GPU decoder has the Llama family's pieces, not Gemma's, and attends to the whole context: a
-// model with sliding windows runs only while no sequence is longer than they are.
 const ModelConfig& supported_by_gpu(const ModelConfig& c, const GpuForwardOptions& options) {
-  if (is_gemma(c.arch)) fail("{} runs on the CPU backend only for now; use --device cpu", arch_name(c.arch));
-  const int window = c.smallest_window();
-  const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
-  if (window > 0 && context > window) {
-    fail("this model uses sliding-window attention over {} tokens, which the GPU backend does not implement yet; "
-         "use --ctx-size {} or less, or --device cpu", window, window);
-  }
+  if (const auto why = gpu_unsupported(c, options)) fail("{}; use --device cpu", *why);
   return c;
 }
 
@@ -91,6 +83,18 @@ std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
 bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype == b.dtype && a.cols == b.cols; }
 
 }  // namespace
+
+std::optional<std::string> gpu_unsupported(const ModelConfig& c, const GpuForwardOptions& options) {
+  if (is_gemma(c.arch)) return fmt::format("{} runs on the CPU backend only for now", arch_name(c.arch));
+  const int window = c.smallest_window();
+  const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
+  if (window > 0 && context > window) {
+    return fmt::format("this model uses sliding-window attention over {} tokens, which the GPU backend does not "
+                       "implement yet (a context of {} or less runs there)",
+                       window, window);
+  }
+  return std::nullopt;
+}
 
 GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
     : config_(supported_by_gpu(config, options)),

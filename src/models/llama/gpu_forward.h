@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct GpuForwardOptions {
   // projections through the GEMV, all attention through the unsplit decode kernel. Prefill is slower.
   bool batch_invariant = false;
 };
+
+// Why the GPU decoder cannot run this model with these options (it has the Llama family's pieces, not
+// Gemma's, and attends to the whole context: windows must be no shorter than it), or nothing.
+std::optional<std::string> gpu_unsupported(const ModelConfig& config, const GpuForwardOptions& options);
 
 class GpuForward : public ForwardPass {
  public:

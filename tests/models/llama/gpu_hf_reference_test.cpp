@@ -77,6 +77,14 @@ TEST_P(HfReferenceGpuRefuses, PointsAtTheCpuBackend) {
   }
 }
 
+// Left to choose (--device auto), such a model runs on the CPU.
+TEST_P(HfReferenceGpuRefuses, AutoRunsThemOnTheCpu) {
+  static const gpu::DeviceScan scan = gpu::scan_devices();
+  if (scan.devices.empty()) GTEST_SKIP() << scan.why_none;
+  load("auto");
+  EXPECT_EQ(runner_->backend().device_name().rfind("cpu", 0), 0u) << runner_->backend().device_name();
+}
+
 INSTANTIATE_TEST_SUITE_P(CpuOnlyFixtures, HfReferenceGpuRefuses, testing::ValuesIn(cpu_only_cases()), case_name);
 
 }  // namespace
