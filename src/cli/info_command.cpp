@@ -115,6 +115,10 @@ void print_model(const InfoFlags& f) {
   fmt::print("architecture: {} ({} layers, hidden {}, ffn {}, {} heads, {} kv heads, head dim {}, vocab {})\n",
              arch_name(c.arch), c.n_layers, c.hidden_size, c.intermediate_size, c.n_heads, c.n_kv_heads, c.head_dim,
              c.vocab_size);
+  if (const int window = c.smallest_window()) {
+    const auto sliding = std::ranges::count_if(c.layer_windows, [](int w) { return w > 0; });
+    fmt::print("sliding-window attention: {} tokens on {} of {} layers\n", window, sliding, c.n_layers);
+  }
   fmt::print("parameters: {} ({:.2f} B)\n", ckpt.parameter_count(), ckpt.parameter_count() / 1e9);
   fmt::print("weight types: {}\n", ckpt.dtype_summary());
   fmt::print("context length: {} (trained), {} (used below)\n", c.max_position_embeddings, ctx);
@@ -122,7 +126,7 @@ void print_model(const InfoFlags& f) {
              ctx, gib(ckpt.weight_bytes() + kv_bytes));
   const RunnerOptions defaults;
   const int block = ModelRunner::kBlockSize;
-  if (const auto gpu = gpu_footprint(ckpt, {block, (ctx + block - 1) / block, defaults.max_batch_tokens})) {
+  if (const auto gpu = gpu_footprint(ckpt, {block, (ctx + block - 1) / block, ctx, defaults.max_batch_tokens})) {
     fmt::print("GPU memory: weights {}, KV cache {} (f16, {} tokens), activations {} ({} tokens a step), total {}\n",
                gib(gpu->weights), gib(gpu->kv_cache), ctx, gib(gpu->activations), defaults.max_batch_tokens,
                gib(gpu->total()));

@@ -17,18 +17,13 @@ Tokenizer load_tokenizer(const Checkpoint& ckpt) {
 
 int choose_ctx_size(const ModelConfig& config, int requested) {
   if (requested < 0) fail("context size must be positive, got {}", requested);
-  const int ctx = requested == 0 ? default_ctx_size(config) : requested;
-  if (config.sliding_window && ctx > *config.sliding_window) {
-    fail("this model uses sliding-window attention over {} tokens, which rocmforge does not implement; "
-         "use --ctx-size {} or less", *config.sliding_window, *config.sliding_window);
-  }
-  return ctx;
+  return requested == 0 ? default_ctx_size(config) : requested;
 }
 
 }  // namespace
 
 int default_ctx_size(const ModelConfig& config) {
-  return std::min({config.max_position_embeddings, 4096, config.sliding_window.value_or(4096)});
+  return std::min(config.max_position_embeddings, 4096);
 }
 
 ModelRunner::ModelRunner(const std::string& model_path, const RunnerOptions& options)
@@ -51,6 +46,7 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
       forward_(make_forward_pass(options.device, checkpoint_, pool_,
                                  {.block_size = kBlockSize,
                                   .kv_blocks = (std::max(ctx_size_, options.kv_cache_tokens) + kBlockSize - 1) / kBlockSize,
+                                  .max_context = ctx_size_,
                                   .max_batch_tokens = options.max_batch_tokens,
                                   .batch_invariant = options.batch_invariant})),
       blocks_(forward_->kv_blocks()) {

@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -7,6 +8,7 @@
 
 #include "formats/gguf.h"
 #include "util/error.h"
+#include "util/half.h"
 
 namespace rf {
 
@@ -36,6 +38,42 @@ double json_number(const json& j, const char* key, const std::string& source, do
   if (!v) return fallback;
   if (!v->is_number()) fail("{}: \"{}\" must be a number, got {}", source, key, v->dump());
   return v->get<double>();
+}
+
+// A number whose absence means transformers' default and whose null turns the feature off (0).
+double json_number_or_off(const json& j, const char* key, const std::string& source, double if_absent) {
+  const auto it = j.find(key);
+  if (it == j.end()) return if_absent;
+  return it->is_null() ? 0.0 : json_number(j, key, source, if_absent);
+}
+
+// transformers' Gemma3TextConfig defaults, which the text_config of the multimodal checkpoints
+// leans on (gemma-3-4b-it's names only its hidden and ffn sizes, layers, window and rope scaling).
+const json& gemma3_text_defaults() {
+  static const json defaults = json::parse(R"({
+    "model_type": "gemma3_text", "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256,
+    "sliding_window": 4096, "sliding_window_pattern": 6, "tie_word_embeddings": true})");
+  return defaults;
+}
+
+// A multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration): its language model's config,
+// text_config over transformers' defaults, with the dtype and eos ids of the whole.
+json gemma3_text_part(const json& config, const std::string& source) {
+  const auto text = config.find("text_config");
+  if (text == config.end() || !text->is_object()) {
+    fail("{}: a multimodal Gemma 3 config needs a text_config object", source);
+  }
+  json merged = gemma3_text_defaults();
+  merged.update(*text);
+  merged["model_type"] = "gemma3_text";
+  merged.erase("architectures");
+  for (const char* key : {"torch_dtype", "dtype", "eos_token_id"}) {
+    if (!merged.contains(key) && config.contains(key)) merged[key] = config[key];
+  }
+  return merged;
 }
 
 bool json_bool(const json& j, const char* key, const std::string& source, bool fallback) {
@@ -72,21 +110,32 @@ Arch arch_from_hf(const json& config, const std::string& source) {
       if (name == "MistralForCausalLM") type = "mistral";
       if (name == "Qwen2ForCausalLM") type = "qwen2";
       if (name == "Qwen3ForCausalLM") type = "qwen3";
+      if (name == "Gemma2ForCausalLM") type = "gemma2";
+      if (name == "Gemma3ForCausalLM") type = "gemma3_text";
     }
   }
   if (type == "llama") return Arch::Llama;
   if (type == "mistral") return Arch::Mistral;
   if (type == "qwen2") return Arch::Qwen2;
   if (type == "qwen3") return Arch::Qwen3;
-  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3)", source, type);
+  if (type == "gemma2") return Arch::Gemma2;
+  if (type == "gemma3_text") return Arch::Gemma3;
+  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text)", source,
+       type);
 }
 
-// transformers < 5 writes rope_theta and rope_scaling at the top level; transformers 5 nests
-// both in rope_parameters.
-void read_hf_rope(const json& config, const std::string& source, ModelConfig& c) {
-  const json* params = find_key(config, "rope_parameters");
-  const json* scaling = params ? params : find_key(config, "rope_scaling");
-  c.rope_theta = json_number(params ? *params : config, "rope_theta", source, 10000.0);
+// Gemma's configs name the MLP's activation hidden_activation (their hidden_act is ignored).
+MlpActivation read_hf_activation(const json& config, const std::string& source, Arch arch) {
+  const json* act = find_key(config, is_gemma(arch) ? "hidden_activation" : "hidden_act");
+  if (!act) return is_gemma(arch) ? MlpActivation::GeluTanh : MlpActivation::Silu;  // transformers' defaults
+  if (*act == "silu") return MlpActivation::Silu;
+  if (*act == "gelu_pytorch_tanh") return MlpActivation::GeluTanh;
+  fail("{}: hidden activation {} is not supported (supported: silu, gelu_pytorch_tanh)", source, act->dump());
+}
+
+// rope_theta from `theta_in`, the scaling rule from `scaling` (none when null).
+void read_rope(const json& theta_in, const json* scaling, const std::string& source, ModelConfig& c) {
+  c.rope_theta = json_number(theta_in, "rope_theta", source, 10000.0);
   if (!scaling) return;
   if (!scaling->is_object()) fail("{}: rope scaling must be an object, got {}", source, scaling->dump());
   std::string type = "default";
@@ -111,6 +160,111 @@ void read_hf_rope(const json& config, const std::string& source, ModelConfig& c)
   }
 }
 
+// transformers < 5 writes rope_theta and rope_scaling at the top level (Gemma 3 also
+// rope_local_base_freq); transformers 5 nests them in rope_parameters, keyed by layer type where
+// the sliding-window layers have their own (Gemma 3).
+void read_hf_rope(const json& config, const std::string& source, ModelConfig& c) {
+  const json* params = find_key(config, "rope_parameters");
+  if (params && params->contains("full_attention")) {
+    const json& global = params->at("full_attention");
+    read_rope(global, &global, source, c);
+    if (const json* local = find_key(*params, "sliding_attention")) {
+      ModelConfig l;
+      read_rope(*local, local, source, l);
+      if (l.rope_scaling.kind != RopeScaling::Kind::None) {
+        fail("{}: scaled RoPE on the sliding-window layers is not supported", source);
+      }
+      c.rope_local_theta = l.rope_theta;
+    }
+    return;
+  }
+  read_rope(params ? *params : config, params ? params : find_key(config, "rope_scaling"), source, c);
+  if (c.arch == Arch::Gemma3) c.rope_local_theta = json_number(config, "rope_local_base_freq", source, 10000.0);
+}
+
+// Which layers slide, as transformers decides: from layer_types where the config has it, else by
+// each architecture's rule (Mistral: every layer; Qwen2: those from max_window_layers on, with
+// use_sliding_window; Gemma 2: the even layers; Gemma 3: all but every sliding_window_pattern-th).
+std::vector<int> read_hf_windows(const json& config, const std::string& source, const ModelConfig& c) {
+  const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
+  if (!find_key(config, "sliding_window") || (qwen && !json_bool(config, "use_sliding_window", source, false))) {
+    return {};
+  }
+  const int window = json_int(config, "sliding_window", source);
+  std::vector<bool> sliding(c.n_layers, true);
+  if (const json* types = find_key(config, "layer_types")) {
+    if (!types->is_array() || types->size() != static_cast<std::size_t>(c.n_layers)) {
+      fail("{}: layer_types must list the {} layers' attention types, got {}", source, c.n_layers, types->dump());
+    }
+    for (int i = 0; i < c.n_layers; ++i) {
+      const json& t = (*types)[i];
+      if (t != "sliding_attention" && t != "full_attention") {
+        fail("{}: layer_types[{}] is {}: supported are \"sliding_attention\" and \"full_attention\"", source, i, t.dump());
+      }
+      sliding[i] = t == "sliding_attention";
+    }
+  } else if (c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3) {
+    const int pattern = c.arch == Arch::Gemma2 ? 2 : json_int(config, "sliding_window_pattern", source, 6);
+    if (pattern <= 0) fail("{}: sliding_window_pattern must be positive, got {}", source, pattern);
+    for (int i = 0; i < c.n_layers; ++i) sliding[i] = (i + 1) % pattern != 0;
+  } else if (qwen) {
+    const int first = json_int(config, "max_window_layers", source, 28);
+    for (int i = 0; i < c.n_layers; ++i) sliding[i] = i >= first;
+  }
+  std::vector<int> windows(c.n_layers);
+  for (int i = 0; i < c.n_layers; ++i) windows[i] = sliding[i] ? window : 0;
+  if (std::ranges::all_of(windows, [](int w) { return w == 0; })) windows.clear();
+  return windows;
+}
+
+// transformers multiplies Gemma's embeddings by sqrt(hidden_size) cast to the model's dtype (Gemma
+// 2's normalizer, Gemma 3's embed_scale): the checkpoint's, which it runs in by default.
+float embedding_scale_in_dtype(int hidden_size, const json& config, const std::string& source) {
+  const float scale = static_cast<float>(std::sqrt(static_cast<double>(hidden_size)));
+  const json* dtype = find_key(config, "torch_dtype");
+  if (!dtype) dtype = find_key(config, "dtype");
+  if (!dtype || *dtype == "float32") return scale;
+  if (*dtype == "bfloat16") return bf16_to_f32(f32_to_bf16(scale));
+  if (*dtype == "float16") return f16_to_f32(f32_to_f16(scale));
+  fail("{}: dtype {} is not supported (supported: float32, bfloat16, float16)", source, dtype->dump());
+}
+
+// Gemma's additions to the decoder, with transformers' defaults where a key is absent.
+void read_hf_gemma(const json& config, const std::string& source, ModelConfig& c) {
+  const bool gemma2 = c.arch == Arch::Gemma2;
+  c.embedding_scale = embedding_scale_in_dtype(c.hidden_size, config, source);
+  c.post_norms = true;
+  c.query_pre_attn_scalar = json_number(config, "query_pre_attn_scalar", source, 256.0);
+  c.attn_logit_softcap = json_number_or_off(config, "attn_logit_softcapping", source, gemma2 ? 50.0 : 0.0);
+  c.final_logit_softcap = json_number_or_off(config, "final_logit_softcapping", source, gemma2 ? 30.0 : 0.0);
+}
+
+// What llama.cpp's Gemma 2 / Gemma 3 graphs read from the metadata, and what they assume
+// (llama-model.cpp): the embeddings scale by sqrtf(n_embd); the attention by head_dim^-1/2, or
+// (hidden/heads)^-1/2 for the 27B models (46 and 62 layers), as their configs'
+// query_pre_attn_scalar; Gemma 2's even layers slide (window 4096 when the file names none), and
+// five in six of Gemma 3's where the file names a window, with RoPE base 10000 unless
+// rope.freq_base_swa says otherwise; soft-capping defaults to 50 (attention) and 30 (logits) on
+// Gemma 2 and is off on Gemma 3, but for the final_logit_softcapping a file may carry.
+void read_gguf_gemma(const GgufFile& gguf, const std::string& arch, ModelConfig& c) {
+  const bool gemma2 = c.arch == Arch::Gemma2;
+  c.activation = MlpActivation::GeluTanh;
+  c.post_norms = true;
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  const bool is_27b = c.n_layers == (gemma2 ? 46 : 62);
+  c.query_pre_attn_scalar = is_27b ? static_cast<double>(c.hidden_size / c.n_heads) : c.head_dim;
+  c.attn_logit_softcap = gemma2 ? gguf.get_float_opt(arch + ".attn_logit_softcapping").value_or(50.0) : 0.0;
+  c.final_logit_softcap = gguf.get_float_opt(arch + ".final_logit_softcapping").value_or(gemma2 ? 30.0 : 0.0);
+  auto window = gguf.get_uint_opt(arch + ".attention.sliding_window");
+  if (gemma2 && !window) window = 4096;  // llama.cpp's default for gemma2
+  if (!window || *window == 0) return;
+  if (*window > (1u << 30)) fail("{}: {}.attention.sliding_window = {} is out of range", gguf.path(), arch, *window);
+  const int pattern = gemma2 ? 2 : 6;
+  c.layer_windows.resize(c.n_layers);
+  for (int i = 0; i < c.n_layers; ++i) c.layer_windows[i] = i % pattern < pattern - 1 ? static_cast<int>(*window) : 0;
+  if (!gemma2) c.rope_local_theta = gguf.get_float_opt(arch + ".rope.freq_base_swa").value_or(10000.0);
+}
+
 }  // namespace
 
 std::string arch_name(Arch arch) {
@@ -119,9 +273,23 @@ std::string arch_name(Arch arch) {
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Gemma2: return "gemma2";
+    case Arch::Gemma3: return "gemma3";
   }
   return "?";
 }
+
+bool is_gemma(Arch arch) { return arch == Arch::Gemma2 || arch == Arch::Gemma3; }
+
+int ModelConfig::smallest_window() const {
+  int smallest = 0;
+  for (int w : layer_windows) {
+    if (w > 0 && (smallest == 0 || w < smallest)) smallest = w;
+  }
+  return smallest;
+}
+
+double ModelConfig::attention_scale() const { return 1.0 / std::sqrt(query_pre_attn_scalar.value_or(head_dim)); }
 
 void ModelConfig::validate(const std::string& source) const {
   auto positive = [&](int v, const char* name) {
@@ -141,15 +309,24 @@ void ModelConfig::validate(const std::string& source) const {
   if (head_dim % 2 != 0) fail("{}: head dimension {} must be even for RoPE", source, head_dim);
   if (!(rms_norm_eps > 0) || !(rope_theta > 0)) fail("{}: rms_norm_eps and rope_theta must be positive", source);
   if (!(rope_scaling.factor > 0)) fail("{}: rope scaling factor must be positive", source);
+  if (rope_local_theta && !(*rope_local_theta > 0)) fail("{}: the local RoPE base must be positive", source);
+  if (!layer_windows.empty() && layer_windows.size() != static_cast<std::size_t>(n_layers)) {
+    fail("{}: {} sliding windows for {} layers", source, layer_windows.size(), n_layers);
+  }
+  if (std::ranges::any_of(layer_windows, [](int w) { return w < 0; })) fail("{}: a sliding window is negative", source);
+  if (query_pre_attn_scalar && !(*query_pre_attn_scalar > 0)) fail("{}: query_pre_attn_scalar must be positive", source);
+  if (!(attn_logit_softcap >= 0) || !(final_logit_softcap >= 0)) fail("{}: soft-capping must not be negative", source);
+  if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) fail("{}: the embedding scale must be positive", source);
 }
 
 ModelConfig config_from_hf(const json& config, const std::string& source) {
   if (!config.is_object()) fail("{}: expected a JSON object", source);
+  if (const json* type = find_key(config, "model_type"); type && *type == "gemma3") {
+    return config_from_hf(gemma3_text_part(config, source), source);
+  }
   ModelConfig c;
   c.arch = arch_from_hf(config, source);
-  if (const json* act = find_key(config, "hidden_act"); act && *act != "silu") {
-    fail("{}: hidden_act {} is not supported (only silu)", source, act->dump());
-  }
+  c.activation = read_hf_activation(config, source, c.arch);
   if (json_bool(config, "mlp_bias", source, false)) fail("{}: mlp_bias is not supported", source);
   c.vocab_size = json_int(config, "vocab_size", source);
   c.hidden_size = json_int(config, "hidden_size", source);
@@ -160,15 +337,13 @@ ModelConfig config_from_hf(const json& config, const std::string& source) {
   c.head_dim = json_int(config, "head_dim", source, c.n_heads > 0 ? c.hidden_size / c.n_heads : 0);
   c.max_position_embeddings = json_int(config, "max_position_embeddings", source, 2048);
   c.rms_norm_eps = json_number(config, "rms_norm_eps", source, 1e-6);
-  c.tie_word_embeddings = json_bool(config, "tie_word_embeddings", source, false);
+  c.tie_word_embeddings = json_bool(config, "tie_word_embeddings", source, is_gemma(c.arch));
   c.qkv_bias = c.arch == Arch::Qwen2 || json_bool(config, "attention_bias", source, false);
-  c.qk_norm = c.arch == Arch::Qwen3;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
   c.eos_token_ids = json_token_ids(config, "eos_token_id", source);
-  // Qwen2 configs carry a sliding_window that only applies with use_sliding_window.
-  if (find_key(config, "sliding_window") && json_bool(config, "use_sliding_window", source, c.arch == Arch::Mistral)) {
-    c.sliding_window = json_int(config, "sliding_window", source);
-  }
+  c.layer_windows = read_hf_windows(config, source, c);
   read_hf_rope(config, source, c);
+  if (is_gemma(c.arch)) read_hf_gemma(config, source, c);
   c.validate(source);
   return c;
 }
@@ -186,8 +361,13 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   } else if (arch == "qwen3") {
     c.arch = Arch::Qwen3;
     c.qk_norm = true;
+  } else if (arch == "gemma2") {
+    c.arch = Arch::Gemma2;
+  } else if (arch == "gemma3") {
+    c.arch = Arch::Gemma3;
+    c.qk_norm = true;
   } else {
-    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3)", gguf.path(), arch);
+    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3)", gguf.path(), arch);
   }
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   auto get_int = [&](const char* suffix) {
@@ -216,6 +396,7 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   }
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
   if (auto eos = gguf.get_uint_opt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(static_cast<int>(*eos));
+  if (is_gemma(c.arch)) read_gguf_gemma(gguf, arch, c);
   c.validate(gguf.path());
   return c;
 }
@@ -247,6 +428,14 @@ std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<fl
     inv_freq[i] = static_cast<float>(freq);
   }
   return inv_freq;
+}
+
+std::vector<float> rope_inv_freq_local(const ModelConfig& config) {
+  if (!config.rope_local_theta) return rope_inv_freq(config);
+  ModelConfig local = config;
+  local.rope_theta = *config.rope_local_theta;
+  local.rope_scaling = {};
+  return rope_inv_freq(local);
 }
 
 }  // namespace rf

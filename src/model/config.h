@@ -1,6 +1,7 @@
 #pragma once
-// The shape and hyper-parameters of a Llama-family model, read from config.json (both the
-// common layout and the transformers 5 one) or from GGUF metadata; nothing is assumed.
+// The shape and hyper-parameters of a Llama-family model (Gemma 2 and 3 included: the same decoder
+// with a few more pieces), read from config.json (both the common layout and the transformers 5
+// one) or from GGUF metadata; nothing is assumed.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,7 +15,13 @@ namespace rf {
 
 class GgufFile;
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3 };
+
+// The gate's activation in the MLP: down(act(gate(x)) * up(x)).
+enum class MlpActivation {
+  Silu,      // SwiGLU (Llama, Mistral, Qwen)
+  GeluTanh,  // GeGLU with the tanh approximation, transformers' gelu_pytorch_tanh (Gemma)
+};
 
 
 struct RopeScaling {
@@ -41,19 +48,41 @@ struct ModelConfig {
   RopeLayout rope_layout = RopeLayout::SplitHalves;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  // Qwen2
-  bool qk_norm = false;   // Qwen3
+  bool qk_norm = false;   // Qwen3, Gemma 3
   std::vector<std::int32_t> eos_token_ids;  // from config.json / generation_config.json, may be empty
-  // Mistral v0.1's sliding-window attention; rocmforge attends to the whole context, which is
-  // the same thing only while the context is no longer than the window.
-  std::optional<int> sliding_window;
+
+  // Sliding-window attention, per layer (Mistral v0.1: every layer; Gemma 2: every other one; Gemma
+  // 3: five in six): a token at position p attends to the keys at positions p - window < q <= p,
+  // as transformers' and llama.cpp's masks have it. 0 = the whole context. Empty: no windows.
+  std::vector<int> layer_windows;
+  // RoPE base of the sliding-window layers (Gemma 3's rope_local_base_freq), unscaled; the global
+  // layers keep rope_theta and rope_scaling. Unset: every layer uses rope_theta and rope_scaling.
+  std::optional<double> rope_local_theta;
+
+  // Gemma's additions to the Llama decoder; their defaults leave a Llama model as it is.
+  MlpActivation activation = MlpActivation::Silu;
+  // Multiplies the embedding rows (Gemma: sqrt(hidden_size), rounded to the checkpoint's dtype).
+  float embedding_scale = 1.0f;
+  // RMSNorms on the attention's and the MLP's outputs, before their residual adds (Gemma).
+  bool post_norms = false;
+  // Attention scores are scaled by query_pre_attn_scalar^-1/2 (Gemma) instead of head_dim^-1/2.
+  std::optional<double> query_pre_attn_scalar;
+  // Soft-capping, cap * tanh(x / cap), of the attention scores and of the final logits; 0 = none.
+  double attn_logit_softcap = 0.0;
+  double final_logit_softcap = 0.0;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  int window(int layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
+  // The smallest window of any layer; 0 when every layer sees the whole context.
+  int smallest_window() const;
+  double attention_scale() const;
   // Checks the values are usable (positive, heads divide evenly, ...); throws naming `source`.
   void validate(const std::string& source) const;
 };
 
 std::string arch_name(Arch arch);
+bool is_gemma(Arch arch);
 
 // `source` names the file in error messages.
 ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source);
@@ -62,5 +91,7 @@ ModelConfig config_from_gguf(const GgufFile& gguf);
 // Inverse frequencies of each rotated pair (head_dim / 2 values), with the scaling applied.
 // `freq_factors`, when given (GGUF's rope_freqs tensor), divides them instead of the scaling rule.
 std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<float>* freq_factors = nullptr);
+// Those of the sliding-window layers: rope_local_theta's, unscaled (rope_inv_freq's without one).
+std::vector<float> rope_inv_freq_local(const ModelConfig& config);
 
 }  // namespace rf

@@ -1,11 +1,15 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <numbers>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/gguf.h"
+#include "formats/test_helpers.h"
 #include "util/error.h"
 
 namespace rf {
@@ -67,14 +71,202 @@ TEST(Config, SlidingWindowOnlyWhereItApplies) {
   json mistral = llama31_legacy();
   mistral["model_type"] = "mistral";
   mistral["sliding_window"] = 4096;
-  EXPECT_EQ(config_from_hf(mistral, "m").sliding_window, 4096);
+  EXPECT_EQ(config_from_hf(mistral, "m").layer_windows, std::vector<int>(32, 4096));
+  EXPECT_EQ(config_from_hf(mistral, "m").smallest_window(), 4096);
   mistral["sliding_window"] = nullptr;
-  EXPECT_FALSE(config_from_hf(mistral, "m").sliding_window);
+  EXPECT_TRUE(config_from_hf(mistral, "m").layer_windows.empty());
+  EXPECT_EQ(config_from_hf(mistral, "m").smallest_window(), 0);
   json qwen2 = llama31_legacy();
   qwen2["model_type"] = "qwen2";
   qwen2["sliding_window"] = 4096;
   qwen2["use_sliding_window"] = false;
-  EXPECT_FALSE(config_from_hf(qwen2, "q").sliding_window);
+  EXPECT_TRUE(config_from_hf(qwen2, "q").layer_windows.empty());
+  // transformers' Qwen2: the layers from max_window_layers on slide
+  qwen2["use_sliding_window"] = true;
+  qwen2["max_window_layers"] = 28;
+  std::vector<int> expected(32, 0);
+  std::fill(expected.begin() + 28, expected.end(), 4096);
+  EXPECT_EQ(config_from_hf(qwen2, "q").layer_windows, expected);
+}
+
+// Gemma 2 2B's config.json as published (transformers 4.42 layout).
+json gemma2_2b() {
+  return json::parse(R"({
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attn_logit_softcapping": 50.0,
+    "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh",
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304, "intermediate_size": 9216,
+    "max_position_embeddings": 8192, "num_attention_heads": 8, "num_hidden_layers": 26, "num_key_value_heads": 4,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096,
+    "torch_dtype": "float32", "vocab_size": 256000, "eos_token_id": [1, 107]})");
+}
+
+TEST(Config, ReadsGemma2) {
+  const auto c = config_from_hf(gemma2_2b(), "config.json");
+  EXPECT_EQ(c.arch, Arch::Gemma2);
+  EXPECT_EQ(c.activation, MlpActivation::GeluTanh);
+  EXPECT_TRUE(c.post_norms);
+  EXPECT_TRUE(c.tie_word_embeddings);  // transformers' Gemma default
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.embedding_scale, 48.0f);
+  EXPECT_DOUBLE_EQ(c.attention_scale(), 1.0 / 16);
+  EXPECT_DOUBLE_EQ(c.attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(c.final_logit_softcap, 30.0);
+  EXPECT_FALSE(c.rope_local_theta);
+  ASSERT_EQ(c.layer_windows.size(), 26u);
+  for (int i = 0; i < 26; ++i) EXPECT_EQ(c.window(i), i % 2 == 0 ? 4096 : 0) << "layer " << i;  // even layers slide
+}
+
+TEST(Config, Gemma2LayerTypesNullCapsAndDtypes) {
+  json j = gemma2_2b();
+  j["layer_types"] = json::array();
+  for (int i = 0; i < 26; ++i) j["layer_types"].push_back(i == 3 ? "sliding_attention" : "full_attention");
+  j["attn_logit_softcapping"] = nullptr;
+  j.erase("final_logit_softcapping");
+  j["hidden_size"] = 3584;  // Gemma 2 9B: sqrt(3584) = 59.87, 59.75 in bf16 as transformers rounds it
+  j["torch_dtype"] = "bfloat16";
+  const auto c = config_from_hf(j, "config.json");
+  EXPECT_EQ(c.smallest_window(), 4096);
+  EXPECT_EQ(std::ranges::count(c.layer_windows, 4096), 1);
+  EXPECT_EQ(c.window(3), 4096);
+  EXPECT_DOUBLE_EQ(c.attn_logit_softcap, 0.0);    // null: off
+  EXPECT_DOUBLE_EQ(c.final_logit_softcap, 30.0);  // absent: transformers' default
+  EXPECT_EQ(c.embedding_scale, 59.75f);
+  j["torch_dtype"] = "float32";
+  EXPECT_FLOAT_EQ(config_from_hf(j, "config.json").embedding_scale, std::sqrt(3584.0f));
+}
+
+// Gemma 3 1B's config.json as published (transformers 4.50 layout), with 4B's rope scaling.
+json gemma3_text() {
+  return json::parse(R"({
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "attn_logit_softcapping": null,
+    "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152,
+    "intermediate_size": 6912, "max_position_embeddings": 32768, "num_attention_heads": 4, "num_hidden_layers": 26,
+    "num_key_value_heads": 1, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000, "sliding_window": 512,
+    "sliding_window_pattern": 6, "torch_dtype": "bfloat16", "vocab_size": 262144})");
+}
+
+TEST(Config, ReadsGemma3) {
+  const auto c = config_from_hf(gemma3_text(), "config.json");
+  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.post_norms);
+  EXPECT_DOUBLE_EQ(c.attn_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(c.final_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::Linear);
+  ASSERT_TRUE(c.rope_local_theta);
+  EXPECT_DOUBLE_EQ(*c.rope_local_theta, 10000.0);
+  for (int i = 0; i < 26; ++i) EXPECT_EQ(c.window(i), (i + 1) % 6 == 0 ? 0 : 512) << "layer " << i;  // 5 local : 1 global
+  // the global layers' frequencies are scaled, the local ones' are not
+  const auto global = rope_inv_freq(c), local = rope_inv_freq_local(c);
+  EXPECT_FLOAT_EQ(global[1], static_cast<float>(1.0 / std::pow(1e6, 2.0 / 256)) / 8);
+  EXPECT_FLOAT_EQ(local[1], static_cast<float>(1.0 / std::pow(1e4, 2.0 / 256)));
+}
+
+TEST(Config, ReadsGemma3InTheTransformers5Layout) {
+  json j = gemma3_text();
+  j["rope_parameters"] = json::parse(R"({"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000},
+                                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000}})");
+  j["layer_types"] = json::array();
+  for (int i = 0; i < 26; ++i) j["layer_types"].push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
+  for (const char* key : {"rope_theta", "rope_scaling", "rope_local_base_freq", "sliding_window_pattern"}) j.erase(key);
+  const auto a = config_from_hf(gemma3_text(), "a"), b = config_from_hf(j, "b");
+  EXPECT_EQ(a.layer_windows, b.layer_windows);
+  EXPECT_EQ(rope_inv_freq(a), rope_inv_freq(b));
+  EXPECT_EQ(rope_inv_freq_local(a), rope_inv_freq_local(b));
+}
+
+// gemma-3-4b-it's config.json as published: the language model's config leans on transformers'
+// Gemma3TextConfig defaults for all but a few keys.
+TEST(Config, ReadsTheLanguageModelOfAMultimodalGemma3) {
+  const json j = json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model"}})");
+  const auto c = config_from_hf(j, "config.json");
+  EXPECT_EQ(c.arch, Arch::Gemma3);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.n_layers, 34);
+  EXPECT_EQ(c.n_heads, 8);
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<std::int32_t>{1, 106}));
+  EXPECT_EQ(c.embedding_scale, 50.5f);  // sqrt(2560) = 50.596 in bf16
+  EXPECT_DOUBLE_EQ(c.attention_scale(), 1.0 / 16);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::Linear);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(*c.rope_local_theta, 1e4);
+  for (int i = 0; i < 34; ++i) EXPECT_EQ(c.window(i), (i + 1) % 6 == 0 ? 0 : 1024) << "layer " << i;
+}
+
+// The fixtures' GGUFs, written by llama.cpp's converter, describe the model their folders do.
+TEST(Config, GemmaGgufsMatchTheirHuggingFaceConfigs) {
+  for (const char* model : {"gemma2", "gemma3"}) {
+    SCOPED_TRACE(model);
+    const std::string folder = std::string(ROCMFORGE_FIXTURES) + "/models/" + model;
+    std::ifstream in(folder + "/config.json");
+    const auto hf = config_from_hf(json::parse(in), "config.json");
+    const auto gg = config_from_gguf(GgufFile(folder + "/model.gguf"));
+    EXPECT_EQ(gg.arch, hf.arch);
+    EXPECT_EQ(gg.layer_windows, hf.layer_windows);
+    EXPECT_FALSE(hf.layer_windows.empty());
+    EXPECT_EQ(gg.activation, hf.activation);
+    EXPECT_EQ(gg.post_norms, hf.post_norms);
+    EXPECT_EQ(gg.qk_norm, hf.qk_norm);
+    EXPECT_EQ(gg.tie_word_embeddings, hf.tie_word_embeddings);
+    EXPECT_EQ(gg.embedding_scale, hf.embedding_scale);
+    EXPECT_DOUBLE_EQ(gg.attention_scale(), hf.attention_scale());
+    EXPECT_DOUBLE_EQ(gg.attn_logit_softcap, hf.attn_logit_softcap);
+    EXPECT_DOUBLE_EQ(gg.final_logit_softcap, hf.final_logit_softcap);
+    EXPECT_EQ(gg.rope_layout, hf.rope_layout);
+    EXPECT_EQ(rope_inv_freq(gg), rope_inv_freq(hf));
+    EXPECT_EQ(rope_inv_freq_local(gg), rope_inv_freq_local(hf));
+  }
+}
+
+class GemmaGgufDefaults : public test::ScratchTest {
+ protected:
+  // GGUF metadata of a Gemma model with only the keys every file has (no window, no soft-caps).
+  ModelConfig read(const std::string& arch, int layers, int hidden, int heads, int head_dim) {
+    GgufWriter w;
+    const auto u32 = [](std::uint64_t v) { return GgufValue{GgufType::U32, v}; };
+    w.set("general.architecture", {GgufType::STRING, arch});
+    w.set(arch + ".embedding_length", u32(hidden));
+    w.set(arch + ".feed_forward_length", u32(4 * hidden));
+    w.set(arch + ".block_count", u32(layers));
+    w.set(arch + ".attention.head_count", u32(heads));
+    w.set(arch + ".attention.head_count_kv", u32(heads / 2));
+    w.set(arch + ".attention.key_length", u32(head_dim));
+    w.set(arch + ".context_length", u32(8192));
+    w.set(arch + ".vocab_size", u32(256000));
+    w.write(path("m.gguf"));
+    return config_from_gguf(GgufFile(path("m.gguf")));
+  }
+};
+
+// What llama.cpp assumes where the file says nothing (llama-model.cpp, and the 27B models' scale).
+TEST_F(GemmaGgufDefaults, AreLlamaCpps) {
+  const auto gemma2 = read("gemma2", 26, 2304, 8, 256);  // Gemma 2 2B
+  EXPECT_DOUBLE_EQ(gemma2.attn_logit_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(gemma2.final_logit_softcap, 30.0);
+  for (int i = 0; i < 26; ++i) EXPECT_EQ(gemma2.window(i), i % 2 == 0 ? 4096 : 0) << "layer " << i;
+  EXPECT_DOUBLE_EQ(gemma2.attention_scale(), 1.0 / 16);
+  EXPECT_EQ(gemma2.embedding_scale, 48.0f);
+  const auto gemma2_27b = read("gemma2", 46, 4608, 32, 128);
+  EXPECT_DOUBLE_EQ(gemma2_27b.attention_scale(), 1.0 / 12);  // (4608 / 32)^-1/2, not 128^-1/2
+  const auto gemma3 = read("gemma3", 26, 1152, 4, 256);
+  EXPECT_TRUE(gemma3.layer_windows.empty());  // llama.cpp: no window named, none used
+  EXPECT_DOUBLE_EQ(gemma3.attn_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(gemma3.final_logit_softcap, 0.0);
+  EXPECT_TRUE(gemma3.qk_norm);
 }
 
 TEST(Config, Llama3ScalingFollowsTheBands) {
@@ -121,6 +313,18 @@ TEST(Config, RejectsBadConfigsNamingTheProblem) {
   j["hidden_act"] = "gelu";
   expect_error(j, "gelu");
   expect_error(json::array(), "object");
+  j = gemma3_text();
+  j["model_type"] = "gemma3";  // a multimodal checkpoint's, without its text_config
+  expect_error(j, "text_config");
+  j = gemma2_2b();
+  j["layer_types"] = json::array({"sliding_attention"});
+  expect_error(j, "layer_types");
+  j = gemma2_2b();
+  j["layer_types"] = std::vector<std::string>(26, "chunked_attention");
+  expect_error(j, "chunked_attention");
+  j = gemma2_2b();
+  j["hidden_activation"] = "gelu";
+  expect_error(j, "gelu");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #pragma once
-// The small per-token operations of a Llama decoder layer, in plain fp32. They are the CPU
+// The small per-token operations of a Llama-family decoder layer, in plain fp32. They are the CPU
 // backend's implementation and the reference every GPU kernel is tested against.
 #include <cstddef>
 
@@ -19,6 +19,12 @@ void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, R
 
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, std::size_t n, float* out);
+
+// out[i] = gelu(gate[i]) * up[i], gelu's tanh approximation (transformers' gelu_pytorch_tanh, ggml_gelu).
+void gelu_tanh_mul(const float* gate, const float* up, std::size_t n, float* out);
+
+// x[i] = cap * tanh(x[i] / cap): Gemma's soft-capping of attention scores and logits.
+void softcap(float* x, std::size_t n, float cap);
 
 // In-place softmax over n values (max-subtracted).
 void softmax(float* x, std::size_t n);

@@ -31,7 +31,8 @@ void add_bias(std::vector<float>& rows, const std::optional<Vector>& bias, std::
 CpuForward::CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size,
                            int kv_blocks)
     : config_(config), weights_(weights), pool_(pool), cache_(config.n_layers, config.kv_dim(), block_size, kv_blocks),
-      inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)) {}
+      inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)),
+      inv_freq_local_(config.rope_local_theta ? rope_inv_freq_local(config) : inv_freq_) {}
 
 std::string CpuForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
 
@@ -40,84 +41,122 @@ DeviceCeilings CpuForward::measure_ceilings() {
 }
 
 void CpuForward::forward(const Batch& batch, std::vector<float>& logits) {
-  KvCache& cache = cache_;
   const auto& c = config_;
   const std::size_t n = batch.size();
-  const std::size_t hidden = c.hidden_size;
-  check_batch(batch, c.vocab_size, cache.block_size(), cache.n_blocks());
+  check_batch(batch, c.vocab_size, cache_.block_size(), cache_.n_blocks());
 
-  x_.resize(n * hidden);
-  normed_.resize(n * hidden);
+  x_.resize(n * c.hidden_size);
+  normed_.resize(n * c.hidden_size);
   q_.resize(n * c.q_dim());
   k_.resize(n * c.kv_dim());
   v_.resize(n * c.kv_dim());
   attn_.resize(n * c.q_dim());
-  proj_.resize(n * hidden);
+  proj_.resize(n * c.hidden_size);
   gate_.resize(n * c.intermediate_size);
   up_.resize(n * c.intermediate_size);
 
-  const auto& emb = weights_.token_embedding;
-  const std::size_t emb_row_bytes = row_bytes(emb.dtype, emb.cols);
-  for (std::size_t t = 0; t < n; ++t) {
-    dequantize_row(emb.dtype, static_cast<const std::uint8_t*>(emb.data) + batch.tokens[t] * emb_row_bytes,
-                   &x_[t * hidden], hidden);
-  }
-
-  auto per_token = [&](auto fn) {
-    pool_.parallel_for(n, 4, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t t = begin; t < end; ++t) fn(t);
-    });
-  };
-
+  embed(batch);
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& w = weights_.layers[l];
-    per_token([&](std::size_t t) { rms_norm(&x_[t * hidden], w.attn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]); });
-    matmul(w.wq, normed_.data(), n, q_.data(), pool_);
-    matmul(w.wk, normed_.data(), n, k_.data(), pool_);
-    matmul(w.wv, normed_.data(), n, v_.data(), pool_);
-    add_bias(q_, w.bq, n);
-    add_bias(k_, w.bk, n);
-    add_bias(v_, w.bv, n);
-    per_token([&](std::size_t t) {
-      float* q = &q_[t * c.q_dim()];
-      float* k = &k_[t * c.kv_dim()];
-      if (c.qk_norm) {
-        for (int h = 0; h < c.n_heads; ++h) rms_norm(q + h * c.head_dim, w.q_norm->data(), c.head_dim, c.rms_norm_eps, q + h * c.head_dim);
-        for (int h = 0; h < c.n_kv_heads; ++h) rms_norm(k + h * c.head_dim, w.k_norm->data(), c.head_dim, c.rms_norm_eps, k + h * c.head_dim);
-      }
-      rope(q, c.n_heads, c.head_dim, batch.positions[t], inv_freq_.data(), c.rope_layout);
-      rope(k, c.n_kv_heads, c.head_dim, batch.positions[t], inv_freq_.data(), c.rope_layout);
-      const std::size_t slot = cache_slot(batch.block_tables[batch.sequence[t]], batch.positions[t], cache.block_size());
-      std::copy_n(k, c.kv_dim(), cache.key(l, slot));
-      std::copy_n(&v_[t * c.kv_dim()], c.kv_dim(), cache.value(l, slot));
-    });
-    attention(batch, l);
-    matmul(w.wo, attn_.data(), n, proj_.data(), pool_);
-    per_token([&](std::size_t t) {
-      add_rms_norm(&x_[t * hidden], &proj_[t * hidden], w.ffn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]);
-    });
-    matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
-    matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
-    const std::size_t ffn = c.intermediate_size;
-    per_token([&](std::size_t t) { silu_mul(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
-    matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
-    for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
+    attention_block(batch, l);
+    mlp_block(batch, l);
   }
+  output(batch, logits);
+}
 
-  const std::size_t n_out = batch.logit_rows.size();
+template <typename Fn>
+void CpuForward::per_token(std::size_t n, Fn fn) {
+  pool_.parallel_for(n, 4, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t t = begin; t < end; ++t) fn(t);
+  });
+}
+
+void CpuForward::embed(const Batch& batch) {
+  const auto& emb = weights_.token_embedding;
+  const std::size_t hidden = config_.hidden_size;
+  const std::size_t emb_row_bytes = row_bytes(emb.dtype, emb.cols);
+  for (std::size_t t = 0; t < batch.size(); ++t) {
+    float* x = &x_[t * hidden];
+    dequantize_row(emb.dtype, static_cast<const std::uint8_t*>(emb.data) + batch.tokens[t] * emb_row_bytes, x, hidden);
+    if (config_.embedding_scale != 1.0f) {
+      for (std::size_t i = 0; i < hidden; ++i) x[i] *= config_.embedding_scale;
+    }
+  }
+}
+
+// Norm, q/k/v, RoPE, the KV cache, attention and its output projection (Gemma: normed again) into
+// proj_, which mlp_block adds to the residual x_ in the same pass as its own norm.
+void CpuForward::attention_block(const Batch& batch, int l) {
+  const auto& c = config_;
+  const LayerWeights& w = weights_.layers[l];
+  const std::size_t n = batch.size(), hidden = c.hidden_size;
+  per_token(n, [&](std::size_t t) { rms_norm(&x_[t * hidden], w.attn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]); });
+  matmul(w.wq, normed_.data(), n, q_.data(), pool_);
+  matmul(w.wk, normed_.data(), n, k_.data(), pool_);
+  matmul(w.wv, normed_.data(), n, v_.data(), pool_);
+  add_bias(q_, w.bq, n);
+  add_bias(k_, w.bk, n);
+  add_bias(v_, w.bv, n);
+  const float* inv_freq = c.window(l) > 0 ? inv_freq_local_.data() : inv_freq_.data();
+  per_token(n, [&](std::size_t t) {
+    float* q = &q_[t * c.q_dim()];
+    float* k = &k_[t * c.kv_dim()];
+    if (c.qk_norm) {
+      for (int h = 0; h < c.n_heads; ++h) rms_norm(q + h * c.head_dim, w.q_norm->data(), c.head_dim, c.rms_norm_eps, q + h * c.head_dim);
+      for (int h = 0; h < c.n_kv_heads; ++h) rms_norm(k + h * c.head_dim, w.k_norm->data(), c.head_dim, c.rms_norm_eps, k + h * c.head_dim);
+    }
+    rope(q, c.n_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout);
+    rope(k, c.n_kv_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout);
+    const std::size_t slot = cache_slot(batch.block_tables[batch.sequence[t]], batch.positions[t], cache_.block_size());
+    std::copy_n(k, c.kv_dim(), cache_.key(l, slot));
+    std::copy_n(&v_[t * c.kv_dim()], c.kv_dim(), cache_.value(l, slot));
+  });
+  attention(batch, l);
+  matmul(w.wo, attn_.data(), n, proj_.data(), pool_);
+  if (w.post_attn_norm) {
+    per_token(n, [&](std::size_t t) { rms_norm(&proj_[t * hidden], w.post_attn_norm->data(), hidden, c.rms_norm_eps, &proj_[t * hidden]); });
+  }
+}
+
+// The residual add of the attention's output, the MLP's norm, the MLP, and its residual add.
+void CpuForward::mlp_block(const Batch& batch, int l) {
+  const auto& c = config_;
+  const LayerWeights& w = weights_.layers[l];
+  const std::size_t n = batch.size(), hidden = c.hidden_size, ffn = c.intermediate_size;
+  per_token(n, [&](std::size_t t) {
+    add_rms_norm(&x_[t * hidden], &proj_[t * hidden], w.ffn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]);
+  });
+  matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
+  matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
+  const auto activate = c.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
+  per_token(n, [&](std::size_t t) { activate(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
+  matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
+  if (w.post_ffn_norm) {
+    per_token(n, [&](std::size_t t) { rms_norm(&proj_[t * hidden], w.post_ffn_norm->data(), hidden, c.rms_norm_eps, &proj_[t * hidden]); });
+  }
+  for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
+}
+
+void CpuForward::output(const Batch& batch, std::vector<float>& logits) {
+  const auto& c = config_;
+  const std::size_t hidden = c.hidden_size, n_out = batch.logit_rows.size();
   for (std::size_t r = 0; r < n_out; ++r) {
     const std::size_t t = batch.logit_rows[r];
     rms_norm(&x_[t * hidden], weights_.output_norm.data(), hidden, c.rms_norm_eps, &normed_[r * hidden]);
   }
   logits.resize(n_out * c.vocab_size);
   matmul(weights_.output, normed_.data(), n_out, logits.data(), pool_);
+  if (c.final_logit_softcap > 0) softcap(logits.data(), logits.size(), static_cast<float>(c.final_logit_softcap));
 }
 
+// Each token attends to the cached keys of its sequence up to its own position: all of them, or on
+// a sliding-window layer the last window of them. Blocks before the window stay in the cache.
 void CpuForward::attention(const Batch& batch, int layer) {
   KvCache& cache = cache_;
   const auto& c = config_;
   const int group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = static_cast<float>(c.attention_scale());
+  const float cap = static_cast<float>(c.attn_logit_softcap);
+  const int window = c.window(layer);
   const std::size_t n = batch.size();
   pool_.parallel_for(n * c.n_heads, 1, [&](std::size_t begin, std::size_t end) {
     std::vector<float> scores;
@@ -127,21 +166,24 @@ void CpuForward::attention(const Batch& batch, int layer) {
       const int kv_offset = (h / group) * c.head_dim;
       const float* q = &q_[t * c.q_dim() + h * c.head_dim];
       const auto& table = batch.block_tables[batch.sequence[t]];
-      const int len = batch.positions[t] + 1;  // causal: this token and every earlier one
+      const int last = batch.positions[t];  // causal: this token and earlier ones
+      const int first = window > 0 ? std::max(0, last - window + 1) : 0;
+      const int len = last - first + 1;
       auto slot = [&](int p) { return cache_slot(table, p, cache.block_size()); };
       scores.resize(len);
-      for (int p = 0; p < len; ++p) {
-        const float* k = cache.key(layer, slot(p)) + kv_offset;
+      for (int i = 0; i < len; ++i) {
+        const float* k = cache.key(layer, slot(first + i)) + kv_offset;
         float dot = 0.0f;
         for (int d = 0; d < c.head_dim; ++d) dot += q[d] * k[d];
-        scores[p] = dot * scale;
+        scores[i] = dot * scale;
       }
+      if (cap > 0) softcap(scores.data(), len, cap);
       softmax(scores.data(), len);
       float* out = &attn_[t * c.q_dim() + h * c.head_dim];
       std::fill_n(out, c.head_dim, 0.0f);
-      for (int p = 0; p < len; ++p) {
-        const float* v = cache.value(layer, slot(p)) + kv_offset;
-        for (int d = 0; d < c.head_dim; ++d) out[d] += scores[p] * v[d];
+      for (int i = 0; i < len; ++i) {
+        const float* v = cache.value(layer, slot(first + i)) + kv_offset;
+        for (int d = 0; d < c.head_dim; ++d) out[d] += scores[i] * v[d];
       }
     }
   });

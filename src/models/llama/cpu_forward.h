@@ -1,6 +1,7 @@
 #pragma once
-// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, Qwen3) on the CPU: one forward step over
-// a Batch, reading and appending the paged KV cache, returning logits for the requested rows.
+// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3) on the CPU: one forward
+// step over a Batch, reading and appending the paged KV cache, returning logits for the requested
+// rows. Sliding-window layers attend to the window's keys only.
 #include <vector>
 
 #include "backend/cpu/kv_cache.h"
@@ -27,13 +28,20 @@ class CpuForward : public ForwardPass {
   DeviceCeilings measure_ceilings() override;
 
  private:
+  template <typename Fn>
+  void per_token(std::size_t n, Fn fn);
+  void embed(const Batch& batch);
+  void attention_block(const Batch& batch, int layer);
   void attention(const Batch& batch, int layer);
+  void mlp_block(const Batch& batch, int layer);
+  void output(const Batch& batch, std::vector<float>& logits);
 
   const ModelConfig& config_;
   const LlamaWeights& weights_;
   ThreadPool& pool_;
   cpu::KvCache cache_;
   std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_local_;  // the sliding-window layers' (Gemma 3's own base), else inv_freq_
   // Activations of the current batch, [tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
 };

@@ -22,6 +22,11 @@ using namespace rf::gpu;
 
 namespace {
 
+const ModelConfig& supported_by_gpu(const ModelConfig& c, const GpuForwardOptions& options) {
+  if (const auto why = gpu_unsupported(c, options)) fail("{}; use --device cpu", *why);
+  return c;
+}
+
 // Sub-buffers start 256 bytes apart, so that every kernel's vector loads stay aligned.
 constexpr std::size_t kAlignElements = 64;
 
@@ -79,8 +84,20 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 
 }  // namespace
 
+std::optional<std::string> gpu_unsupported(const ModelConfig& c, const GpuForwardOptions& options) {
+  if (is_gemma(c.arch)) return fmt::format("{} runs on the CPU backend only for now", arch_name(c.arch));
+  const int window = c.smallest_window();
+  const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
+  if (window > 0 && context > window) {
+    return fmt::format("this model uses sliding-window attention over {} tokens, which the GPU backend does not "
+                       "implement yet (a context of {} or less runs there)",
+                       window, window);
+  }
+  return std::nullopt;
+}
+
 GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
-    : config_(config),
+    : config_(supported_by_gpu(config, options)),
       options_(options),
       device_name_(describe_device(options.device)),
       ctx_(options.device),

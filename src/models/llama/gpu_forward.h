@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -36,12 +37,19 @@ struct GpuForwardOptions {
   int device = 0;  // the runtime's index of the GPU to run on
   int block_size = 16;
   int kv_blocks = 0;
+  // The longest sequence the engine runs; 0: the whole KV cache. The GPU decoder attends to the whole
+  // context, so a model with sliding windows runs only while this is no longer than its windows.
+  int max_context = 0;
   int max_batch_tokens = 512;
   bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
   // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
   // projections through the GEMV, all attention through the unsplit decode kernel. Prefill is slower.
   bool batch_invariant = false;
 };
+
+// Why the GPU decoder cannot run this model with these options (it has the Llama family's pieces, not
+// Gemma's, and attends to the whole context: windows must be no shorter than it), or nothing.
+std::optional<std::string> gpu_unsupported(const ModelConfig& config, const GpuForwardOptions& options);
 
 class GpuForward : public ForwardPass {
  public:

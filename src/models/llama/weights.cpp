@@ -19,23 +19,35 @@ constexpr const char* kRopeFreqs = "rope_freqs.weight";
 
 // Tensor names of one layer under each naming.
 struct LayerNames {
-  std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, ffn_norm, gate, up, down;
+  std::string attn_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, post_attn_norm, ffn_norm, gate, up,
+      down, post_ffn_norm;
 };
 
+// transformers' post_attention_layernorm is the MLP's input norm in Llama and the attention's
+// output norm in Gemma, whose MLP's input norm is pre_feedforward_layernorm.
 LayerNames layer_names(Naming naming, int i) {
   if (naming == Naming::HuggingFace) {
     const std::string p = fmt::format("model.layers.{}.", i);
     return {p + "input_layernorm.weight", p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
             p + "self_attn.v_proj.weight", p + "self_attn.o_proj.weight", p + "self_attn.q_proj.bias",
             p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias", p + "self_attn.q_norm.weight",
-            p + "self_attn.k_norm.weight", p + "post_attention_layernorm.weight", p + "mlp.gate_proj.weight",
-            p + "mlp.up_proj.weight", p + "mlp.down_proj.weight"};
+            p + "self_attn.k_norm.weight", p + "post_attention_layernorm.weight",
+            p + "post_attention_layernorm.weight", p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight",
+            p + "mlp.down_proj.weight", p + "post_feedforward_layernorm.weight"};
   }
   const std::string p = fmt::format("blk.{}.", i);
   return {p + "attn_norm.weight", p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight",
           p + "attn_output.weight", p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias",
-          p + "attn_q_norm.weight", p + "attn_k_norm.weight", p + "ffn_norm.weight", p + "ffn_gate.weight",
-          p + "ffn_up.weight", p + "ffn_down.weight"};
+          p + "attn_q_norm.weight", p + "attn_k_norm.weight", p + "post_attention_norm.weight", p + "ffn_norm.weight",
+          p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", p + "post_ffw_norm.weight"};
+}
+
+LayerNames layer_names(Naming naming, int i, const ModelConfig& c) {
+  LayerNames n = layer_names(naming, i);
+  if (c.post_norms && naming == Naming::HuggingFace) {
+    n.ffn_norm = fmt::format("model.layers.{}.pre_feedforward_layernorm.weight", i);
+  }
+  return n;
 }
 
 struct GlobalNames {
@@ -58,7 +70,7 @@ void for_each_tensor(Weights& w, const ModelConfig& c, Naming naming, Visit&& vi
   visit(global.output_norm, w.output_norm, c.hidden_size);
   if (!c.tie_word_embeddings) visit(global.output, w.output, c.vocab_size, c.hidden_size);
   for (int i = 0; i < c.n_layers; ++i) {
-    const LayerNames n = layer_names(naming, i);
+    const LayerNames n = layer_names(naming, i, c);
     auto& l = w.layers[i];
     visit(n.attn_norm, l.attn_norm, c.hidden_size);
     visit(n.q, l.wq, c.q_dim(), c.hidden_size);
@@ -74,10 +86,27 @@ void for_each_tensor(Weights& w, const ModelConfig& c, Naming naming, Visit&& vi
       visit(n.q_norm, l.q_norm, c.head_dim);
       visit(n.k_norm, l.k_norm, c.head_dim);
     }
+    if (c.post_norms) visit(n.post_attn_norm, l.post_attn_norm, c.hidden_size);
     visit(n.ffn_norm, l.ffn_norm, c.hidden_size);
     visit(n.gate, l.w_gate, c.intermediate_size, c.hidden_size);
     visit(n.up, l.w_up, c.intermediate_size, c.hidden_size);
     visit(n.down, l.w_down, c.hidden_size, c.intermediate_size);
+    if (c.post_norms) visit(n.post_ffn_norm, l.post_ffn_norm, c.hidden_size);
+  }
+}
+
+// Gemma's Hugging Face checkpoints store w for RMSNorms that multiply by 1 + w (Gemma's
+// convention, in fp32 as transformers computes it); llama.cpp's converter adds the 1 itself.
+void add_one_to_norms(LlamaWeights& w) {
+  const auto add = [](Vector& v) {
+    for (float& x : v) x += 1.0f;
+  };
+  add(w.output_norm);
+  for (LayerWeights& l : w.layers) {
+    for (Vector* v : {&l.attn_norm, &l.ffn_norm}) add(*v);
+    for (std::optional<Vector>* v : {&l.q_norm, &l.k_norm, &l.post_attn_norm, &l.post_ffn_norm}) {
+      if (*v) add(**v);
+    }
   }
 }
 
@@ -87,10 +116,26 @@ struct Overloaded : Fn... {
   using Fn::operator()...;
 };
 
-// Fills the weights it visits from the set, checking each tensor's shape against the config.
+// Where a Hugging Face checkpoint keeps its language model: "model." and "lm_head.weight", or in a
+// multimodal Gemma 3 "language_model.model." and "language_model.lm_head.weight" (as transformers
+// 4.50 saved them) or "model.language_model." and "lm_head.weight" (since 4.52).
+struct HfPlace {
+  std::string model = "model.", lm_head = "lm_head.weight";
+};
+
+HfPlace hf_place(const TensorSet& tensors) {
+  if (tensors.find("language_model.model.embed_tokens.weight")) {
+    return {"language_model.model.", "language_model.lm_head.weight"};
+  }
+  if (tensors.find("model.language_model.embed_tokens.weight")) return {"model.language_model.", "lm_head.weight"};
+  return {};
+}
+
+// Fills the weights it visits from the set, checking each tensor's shape against the config. Hugging
+// Face names are looked up where `place` says (for_each_tensor names them "model." and "lm_head").
 class Reader {
  public:
-  explicit Reader(const TensorSet& tensors) : tensors_(tensors) {}
+  explicit Reader(const TensorSet& tensors, HfPlace place = {}) : tensors_(tensors), place_(std::move(place)) {}
 
   void operator()(const std::string& name, WeightMatrix& m, int rows, int cols) const {
     const TensorView& t = get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
@@ -111,7 +156,14 @@ class Reader {
     return to_f32(tensors_.source(), t);
   }
 
-  const TensorView& get(const std::string& name, std::initializer_list<std::uint64_t> expected) const {
+  std::string stored_name(const std::string& name) const {
+    if (name == "lm_head.weight") return place_.lm_head;
+    if (name.starts_with("model.")) return place_.model + name.substr(6);
+    return name;
+  }
+
+  const TensorView& get(const std::string& given, std::initializer_list<std::uint64_t> expected) const {
+    const std::string name = stored_name(given);
     const TensorView* t = tensors_.find(name);
     if (!t) fail("{}: tensor {} is missing", tensors_.source(), name);
     if (!std::ranges::equal(t->dims(), expected)) {
@@ -122,6 +174,7 @@ class Reader {
   }
 
   const TensorSet& tensors_;
+  HfPlace place_;
 };
 
 // Calls fn on every distinct 2-D weight (the tied output once).
@@ -135,10 +188,11 @@ void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
 }  // namespace
 
 LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming) {
-  const Reader reader(tensors);
+  const Reader reader(tensors, naming == Naming::HuggingFace ? hf_place(tensors) : HfPlace{});
   LlamaWeights w;
   w.layers.resize(config.n_layers);
   for_each_tensor(w, config, naming, reader);
+  if (naming == Naming::HuggingFace && is_gemma(config.arch)) add_one_to_norms(w);
   if (config.tie_word_embeddings) w.output = w.token_embedding;
   if (naming == Naming::Gguf) w.rope_freq_factors = reader.optional_vector(kRopeFreqs, config.head_dim / 2);
   return w;

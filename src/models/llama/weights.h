@@ -1,7 +1,10 @@
 #pragma once
-// The Llama family's weights (Llama 2/3, Mistral, Qwen2, Qwen3), read by name from a checkpoint's
-// tensors: the matrices stay views in their stored types, the small 1-D parameters become fp32.
-// The backends' forwards see only LlamaWeights.
+// The Llama family's weights (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3), read by name from a
+// checkpoint's tensors: the matrices stay views in their stored types, the small 1-D parameters
+// become fp32. Norm weights are what the norms multiply by, as llama.cpp's files store them: 1 + w
+// for Gemma's Hugging Face checkpoints, which store w. A multimodal Gemma 3's language model is read
+// from where transformers keeps it, its vision tower ignored. The backends' forwards see only
+// LlamaWeights.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,9 +24,11 @@ struct LayerWeights {
   Vector attn_norm;
   WeightMatrix wq, wk, wv, wo;
   std::optional<Vector> bq, bk, bv;          // Qwen2
-  std::optional<Vector> q_norm, k_norm;      // Qwen3, head_dim wide
+  std::optional<Vector> q_norm, k_norm;      // Qwen3, Gemma 3, head_dim wide
+  std::optional<Vector> post_attn_norm;      // Gemma: on the attention's output, before the residual add
   Vector ffn_norm;
   WeightMatrix w_gate, w_up, w_down;
+  std::optional<Vector> post_ffn_norm;       // Gemma: on the MLP's output, before the residual add
 };
 
 struct LlamaWeights {
@@ -46,7 +51,8 @@ enum class Naming { HuggingFace, Gguf };
 LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming);
 
 // The inverse, for weights built in memory: views of every weight under `naming`'s names (the
-// tied output not repeated), 1-D ones as f32. They point into `weights`, which must outlive them.
+// tied output not repeated), 1-D ones as f32, norms as the multipliers llama.cpp stores (Gemma: 1 + w).
+// They point into `weights`, which must outlive them.
 TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Naming naming, std::string source);
 
 // Counted over every weight, the tied output once; rope_freqs, not a trained parameter, left out.
