@@ -26,7 +26,6 @@ constexpr std::string_view kGpuDevice = std::string_view(ROCMFORGE_GPU_BACKEND) 
 llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
   return {.block_size = shape.block_size,
           .kv_blocks = shape.kv_blocks,
-          .max_context = shape.max_context,
           .max_batch_tokens = shape.max_batch_tokens,
           .batch_invariant = shape.batch_invariant};
 }
@@ -84,7 +83,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
   if (const std::optional<int> gpu = resolve_gpu(device)) {
     llama::GpuForwardOptions options = gpu_options(shape);
     options.device = *gpu;
-    const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config(), options);
+    const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config());
     // Asked for the GPU, the model fails there naming why; left to choose, it runs on the CPU.
     if (!why || parse_device(device).kind != "auto") {
       return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);

@@ -22,8 +22,8 @@ using namespace rf::gpu;
 
 namespace {
 
-const ModelConfig& supported_by_gpu(const ModelConfig& c, const GpuForwardOptions& options) {
-  if (const auto why = gpu_unsupported(c, options)) fail("{}; use --device cpu", *why);
+const ModelConfig& supported_by_gpu(const ModelConfig& c) {
+  if (const auto why = gpu_unsupported(c)) fail("{}; use --device cpu", *why);
   return c;
 }
 
@@ -84,20 +84,15 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 
 }  // namespace
 
-std::optional<std::string> gpu_unsupported(const ModelConfig& c, const GpuForwardOptions& options) {
-  if (is_gemma(c.arch)) return fmt::format("{} runs on the CPU backend only for now", arch_name(c.arch));
-  const int window = c.smallest_window();
-  const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
-  if (window > 0 && context > window) {
-    return fmt::format("this model uses sliding-window attention over {} tokens, which the GPU backend does not "
-                       "implement yet (a context of {} or less runs there)",
-                       window, window);
+std::optional<std::string> gpu_unsupported(const ModelConfig& c) {
+  if (!supported_head_dim(c.head_dim)) {
+    return fmt::format("the GPU attention kernels do not take this model's head dim of {} yet", c.head_dim);
   }
   return std::nullopt;
 }
 
 GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, const GpuForwardOptions& options)
-    : config_(supported_by_gpu(config, options)),
+    : config_(supported_by_gpu(config)),
       options_(options),
       device_name_(describe_device(options.device)),
       ctx_(options.device),
@@ -115,7 +110,7 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
   rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
   const RoundedShape rounded = rounded_shape(config, options);
   rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
-  norms_foldable_ = std::none_of(weights_.layers.begin(), weights_.layers.end(), [](const GpuLayer& w) {
+  norms_foldable_ = !config.post_norms && std::none_of(weights_.layers.begin(), weights_.layers.end(), [](const GpuLayer& w) {
     return is_quantized(w.wq.dtype) || is_quantized(w.wk.dtype) || is_quantized(w.wv.dtype) ||
            is_quantized(w.w_gate.dtype) || is_quantized(w.w_up.dtype);
   });
@@ -282,9 +277,11 @@ GpuForward::StepShape GpuForward::stage(const Batch& batch, int begin, int end, 
   return {end - begin, end_row - first_row, attention_span(max_position + 1, width * block_size), n_seqs == end - begin};
 }
 
-AttentionBatch GpuForward::attention_batch(const StepShape& shape) const {
-  return {inputs_.positions, inputs_.seq, inputs_.block_tables, shape.n_tokens, options_.kv_blocks, options_.block_size,
-          shape.max_positions};
+AttentionBatch GpuForward::attention_batch(const StepShape& shape, int layer) const {
+  const bool any_layer = layer < 0;
+  return {inputs_.positions, inputs_.seq,           inputs_.block_tables,
+          shape.n_tokens,    options_.kv_blocks,    options_.block_size,
+          shape.max_positions, any_layer ? 0 : config_.window(layer), static_cast<float>(config_.attn_logit_softcap)};
 }
 
 void GpuForward::drop_graphs_if_gemm_grows(const StepShape& shape) {
@@ -369,10 +366,12 @@ LayerPlan GpuForward::plan_layer(const GpuLayer& w, const StepShape& shape) cons
   p.attention_rounds = p.o_in.rounded.codes && attention_decodes && config_.head_dim % 32 == 0;
   p.gate_up_in = {rounding_for(w.w_gate, n, decode), half_copy_for(w.w_gate, n, decode)};
   p.down_in = {rounding_for(w.w_down, n, decode), half_copy_for(w.w_down, n, decode)};
-  // The stacked gate/up GEMM where down multiplies SwiGLU's 16-bit copy alone.
-  p.ffn = gemv_serves(n) && same_type(w.w_gate, w.w_up) ? FfnAt::GemvSwiglu
-          : w.w_gate_up.data && p.down_in.half.data    ? FfnAt::StackedGemm
-                                                       : FfnAt::Separate;
+  // The stacked gate/up GEMM where down multiplies SwiGLU's 16-bit copy alone. (The fused kernels are
+  // SwiGLU's; Gemma's GeGLU takes the separate launch.)
+  const bool swiglu = config_.activation == MlpActivation::Silu;
+  p.ffn = swiglu && gemv_serves(n) && same_type(w.w_gate, w.w_up)   ? FfnAt::GemvSwiglu
+          : swiglu && w.w_gate_up.data && p.down_in.half.data ? FfnAt::StackedGemm
+                                                              : FfnAt::Separate;
   return p;
 }
 
@@ -392,7 +391,7 @@ void GpuForward::launch_step(const StepShape& shape) {
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   const StepPlan& plan = step_plan(shape);
   clear_attention_workspace(plan.attention, attention_batch(shape), heads, attention_workspace_.data(), ctx_);
-  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, ctx_, sampler_.device_tokens());
+  launch_embedding(weights_.token_embedding, inputs_.tokens, n, a.x, ctx_, sampler_.device_tokens(), c.embedding_scale);
   // Each layer's last residual add is made by the next norm, or by the GEMV itself.
   const float* residual = nullptr;
   for (int l = 0; l < c.n_layers; ++l) residual = launch_layer(l, shape, plan, residual);
@@ -412,6 +411,9 @@ void GpuForward::launch_step(const StepShape& shape) {
     if (rounded.codes) launch_quantize_activations(logit_input, shape.n_logits, c.hidden_size, rounded, ctx_);
   }
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
+  if (c.final_logit_softcap > 0) {
+    launch_softcap(a.logits, static_cast<std::size_t>(shape.n_logits) * c.vocab_size, static_cast<float>(c.final_logit_softcap), ctx_);
+  }
 }
 
 const float* GpuForward::launch_layer(int layer, const StepShape& shape, const StepPlan& step, const float* residual) {
@@ -439,26 +441,27 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
   if (w.bv) launch_add_bias(a.v, w.bv, n, c.kv_dim(), ctx);
   if (c.qk_norm) launch_qk_norm(a.q, a.k, w.q_norm, w.k_norm, n, heads, eps, ctx);
   const KvCacheLayer cache = cache_layer(layer);
+  const float* inv_freq = c.window(layer) > 0 ? weights_.inv_freq_local : weights_.inv_freq;
   DecodeRope fused_rope;
   switch (p.rope) {
     case RopeAt::InAttentionStackedRows:
-      fused_rope = {a.q + c.q_dim(), a.q + c.q_dim() + c.kv_dim(), inputs_.slots, weights_.inv_freq, c.rope_layout,
+      fused_rope = {a.q + c.q_dim(), a.q + c.q_dim() + c.kv_dim(), inputs_.slots, inv_freq, c.rope_layout,
                     c.q_dim() + 2 * c.kv_dim()};
       break;
-    case RopeAt::InAttention: fused_rope = {a.k, a.v, inputs_.slots, weights_.inv_freq, c.rope_layout}; break;
+    case RopeAt::InAttention: fused_rope = {a.k, a.v, inputs_.slots, inv_freq, c.rope_layout}; break;
     case RopeAt::OwnKernel:
-      launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, weights_.inv_freq,
-                            c.rope_layout, cache, ctx);
+      launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, inv_freq, c.rope_layout, cache, ctx);
       break;
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  launch_attention_planned(step.attention, a.q, cache, attention_batch(shape), heads, scale, a.attn,
+  const auto scale = static_cast<float>(c.attention_scale());
+  launch_attention_planned(step.attention, a.q, cache, attention_batch(shape, layer), heads, scale, a.attn,
                            attention_workspace_.data(), ctx, fused_rope, p.o_in.half,
                            p.attention_rounds ? p.o_in.rounded : QuantizedActivations{});
   if (p.o_in.rounded.codes && !p.attention_rounds) launch_quantize_activations(a.attn, n, c.q_dim(), p.o_in.rounded, ctx);
   GemvInput o_input{a.attn, p.o_in.rounded, p.o_in.half};
   o_input.after_wide_attention = step.attention.decode_wide;
   project(w.wo, o_input, n, o_out, add_in_gemv);
+  if (w.post_attn_norm) launch_rms_norm(a.proj, nullptr, w.post_attn_norm, n, c.hidden_size, eps, a.proj, ctx);
 
   const InputCopies& ffn_in = p.gate_up_in;
   if (!fold) launch_rms_norm(a.x, a.proj, w.ffn_norm, n, c.hidden_size, eps, a.normed, ctx, ffn_in.rounded, ffn_in.half);
@@ -474,12 +477,13 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
     case FfnAt::Separate: {
       const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
       project(gate_up, ffn_input, n);
-      launch_swiglu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, a.gate, ctx, p.down_in.half);
+      launch_glu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, c.activation, a.gate, ctx, p.down_in.half);
       break;
     }
   }
   if (p.down_in.rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, p.down_in.rounded, ctx);
   project(w.w_down, {down_input, p.down_in.rounded, p.down_in.half}, n, o_out, add_in_gemv);
+  if (w.post_ffn_norm) launch_rms_norm(a.proj, nullptr, w.post_ffn_norm, n, c.hidden_size, eps, a.proj, ctx);
   return add_in_gemv ? nullptr : a.proj;
 }
 

@@ -37,9 +37,6 @@ struct GpuForwardOptions {
   int device = 0;  // the runtime's index of the GPU to run on
   int block_size = 16;
   int kv_blocks = 0;
-  // The longest sequence the engine runs; 0: the whole KV cache. The GPU decoder attends to the whole
-  // context, so a model with sliding windows runs only while this is no longer than its windows.
-  int max_context = 0;
   int max_batch_tokens = 512;
   bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
   // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
@@ -47,9 +44,8 @@ struct GpuForwardOptions {
   bool batch_invariant = false;
 };
 
-// Why the GPU decoder cannot run this model with these options (it has the Llama family's pieces, not
-// Gemma's, and attends to the whole context: windows must be no shorter than it), or nothing.
-std::optional<std::string> gpu_unsupported(const ModelConfig& config, const GpuForwardOptions& options);
+// Why the GPU decoder cannot run this model (its attention kernels lack its head dim), or nothing.
+std::optional<std::string> gpu_unsupported(const ModelConfig& config);
 
 class GpuForward : public ForwardPass {
  public:
@@ -103,7 +99,8 @@ class GpuForward : public ForwardPass {
   StepShape stage(const Batch& batch, int begin, int end, int first_row, int end_row);
   // Drops the graphs when a step of this shape may grow GemmContext's operand copies (see below).
   void drop_graphs_if_gemm_grows(const StepShape& shape);
-  gpu::AttentionBatch attention_batch(const StepShape& shape) const;
+  // The step's attention batch for `layer` (its window); for any layer (no window: what sizes the plan).
+  gpu::AttentionBatch attention_batch(const StepShape& shape, int layer = -1) const;
   // The step's plan (gpu_step_plan.h), made the first time its shape comes.
   const StepPlan& step_plan(const StepShape& shape);
   StepPlan plan_step(const StepShape& shape) const;

@@ -13,7 +13,8 @@ GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host)
     : token_embedding(upload(host.token_embedding)),
       output_norm(upload(host.output_norm)),
       output(host.output.data == host.token_embedding.data ? token_embedding : upload(host.output)),
-      inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr))) {
+      inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr))),
+      inv_freq_local(config.rope_local_theta ? upload(rf::rope_inv_freq_local(config)) : inv_freq) {
   for (const LayerWeights& l : host.layers) {
     GpuLayer& d = layers.emplace_back();
     d.attn_norm = upload(l.attn_norm);
@@ -24,7 +25,9 @@ GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host)
     d.wo = upload(l.wo);
     d.bq = upload(l.bq), d.bk = upload(l.bk), d.bv = upload(l.bv);
     d.q_norm = upload(l.q_norm), d.k_norm = upload(l.k_norm);
+    d.post_attn_norm = upload(l.post_attn_norm);
     d.ffn_norm = upload(l.ffn_norm);
+    d.post_ffn_norm = upload(l.post_ffn_norm);
     const WeightMatrix gate_up[] = {l.w_gate, l.w_up};
     WeightMatrix ffn_views[2];
     d.w_gate_up = upload_stacked(gate_up, ffn_views);

@@ -22,8 +22,10 @@ struct GpuLayer {
   const float* bv;
   const float* q_norm;  // Qwen3, else null
   const float* k_norm;
+  const float* post_attn_norm;  // Gemma, else null
   const float* ffn_norm;
   WeightMatrix w_gate, w_up, w_down;
+  const float* post_ffn_norm;  // Gemma, else null
   // wq, wk and wv as one matrix (their rows in that order, in one allocation) where they share a type
   // and column count: a batch's q, k and v then come from one GEMM. Else null data. The same for
   // w_gate and w_up.
@@ -44,6 +46,9 @@ class GpuWeights {
   const float* output_norm;
   WeightMatrix output;
   const float* inv_freq;  // RoPE: head_dim / 2 values, scaling applied (rope_inv_freq in model/config.h)
+  // The sliding-window layers' (rope_inv_freq_local: Gemma 3's local base); inv_freq where the model
+  // has no base of their own.
+  const float* inv_freq_local;
 
  private:
   WeightMatrix upload(const WeightMatrix& host);

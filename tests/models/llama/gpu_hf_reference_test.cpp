@@ -5,7 +5,6 @@
 #include "backend/gpu/runtime/devices.h"
 #include "engine/backend_select.h"
 #include "engine/hf_reference.h"
-#include "util/error.h"
 
 namespace rf::hf_reference {
 namespace {
@@ -22,10 +21,14 @@ class HfReferenceGpu : public HfReferenceTest {
   // and 6.5e-4 (max abs error over max |logit|). Prefill's GEMM adds its operands' rounding: f16
   // weights take f16 activations (a second 2^-11); bf16 and quantized weights run on bf16 operands
   // (2^-9 each), as llama.cpp's prefill does: 0.9e-2 to 1.8e-2 on the quantized llama3 fixtures
-  // (H200, 2026-11-21).
+  // (H200, 2026-11-21). Gemma's post-norms scale each block's output to unit RMS before it joins the
+  // residual, so that the cache's relative error in a small attention output arrives there at full
+  // size: 3.3e-3 max abs and 1.0e-3 relative L2 on gemma2's f32 weights (H200, 2026-11-27), where a
+  // mask or soft cap gone wrong moves logits by O(1).
   double logits_tolerance() const {
     const std::string t = dtype();
-    return t == "f32" ? 1e-3 : t == "f16" ? 2e-3 : 3e-2;
+    if (t == "f32") return runner_->config().post_norms ? 5e-3 : 1e-3;
+    return t == "f16" ? 2e-3 : 3e-2;
   }
 };
 
@@ -60,32 +63,7 @@ TEST_P(HfReferenceGpu, GreedyContinuationIsIdentical) {
 // for f32 weights, up to 3.7e-3 for the quantized ones).
 TEST_P(HfReferenceGpu, PerplexityWithinTolerance) { expect_perplexity_within(logits_tolerance()); }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfReferenceGpu, testing::ValuesIn(llama_family_cases()), case_name);
-
-// What the GPU decoder does not run yet (Gemma, windows shorter than the context) it refuses,
-// pointing at the CPU backend, rather than computing something else.
-class HfReferenceGpuRefuses : public HfReferenceTest {};
-
-TEST_P(HfReferenceGpuRefuses, PointsAtTheCpuBackend) {
-  static const gpu::DeviceScan scan = gpu::scan_devices();
-  if (scan.devices.empty()) GTEST_SKIP() << scan.why_none;
-  try {
-    load(built_backends().back());
-    FAIL() << "the GPU backend loaded a model it does not run";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
-  }
-}
-
-// Left to choose (--device auto), such a model runs on the CPU.
-TEST_P(HfReferenceGpuRefuses, AutoRunsThemOnTheCpu) {
-  static const gpu::DeviceScan scan = gpu::scan_devices();
-  if (scan.devices.empty()) GTEST_SKIP() << scan.why_none;
-  load("auto");
-  EXPECT_EQ(runner_->backend().device_name().rfind("cpu", 0), 0u) << runner_->backend().device_name();
-}
-
-INSTANTIATE_TEST_SUITE_P(CpuOnlyFixtures, HfReferenceGpuRefuses, testing::ValuesIn(cpu_only_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfReferenceGpu, testing::ValuesIn(every_backend_cases()), case_name);
 
 }  // namespace
 }  // namespace rf::hf_reference

@@ -88,10 +88,14 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
 #pragma unroll
   for (int i = 0; i < kRowsPerThread; ++i) queries[i] = row_query(row0 + i, p.tiling, group, kv_head, chunk);
 
+  const float cap = p.batch.softcap * kLog2e;
   do {
-    int limit[kRowsPerThread];
+    int limit[kRowsPerThread], lower[kRowsPerThread];
 #pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) limit[i] = row_limit(queries[i], tile, segment);
+    for (int i = 0; i < kRowsPerThread; ++i) {
+      limit[i] = row_limit(queries[i], tile, segment);
+      lower[i] = row_first(queries[i], tile);
+    }
     const int key_end = segment.last_pos + 1;
     float row_max[kRowsPerThread], row_sum[kRowsPerThread], acc[kRowsPerThread][kDimPairs][2];
 #pragma unroll
@@ -102,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
       for (int c = 0; c < kDimPairs; ++c) acc[i][c][0] = acc[i][c][1] = 0.0f;
     }
 
-    for (int first = 0; first < key_end; first += kTileKeys) {
+    for (int first = segment.first_pos; first < key_end; first += kTileKeys) {
       __syncthreads();  // the tiles are free (and, the first time, q_tile is written)
       load_rows<kHeadDim, kStride>(p.cache.keys, p.batch, segment.seq, first, key_end, kv_dim, kv_head, kv_tile);
       __syncthreads();
@@ -133,7 +137,8 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
         float tile_max = -INFINITY;
 #pragma unroll
         for (int j = 0; j < kKeysPerLane; ++j) {
-          if (first + lane + kKeyLanes * j > limit[i]) s[i][j] = -INFINITY;
+          const int key = first + lane + kKeyLanes * j;
+          s[i][j] = key > limit[i] || key < lower[i] ? -INFINITY : cap_score(s[i][j], cap);
           tile_max = fmaxf(tile_max, s[i][j]);
         }
         const float new_max = fmaxf(row_max[i], group_reduce<kKeyLanes, kThreads>(tile_max, MaxOp{}));
@@ -200,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
 }
 
 void launch_flash(const Params& p, dim3 grid, const DeviceContext& ctx) {
-  with_head_dim(p.shape.head_dim, [&](auto head_dim) {
+  with_prefill_head_dim(p.shape.head_dim, [&](auto head_dim) {
     flash_kernel<decltype(head_dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(p);
   });
   RF_GPU_CHECK_LAUNCH();
@@ -211,7 +216,7 @@ bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::ui
 void check_shape(const AttentionBatch& batch, HeadShape shape) {
   require(shape.n_heads > 0 && shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0, "launch_attention",
           "bad head counts");
-  require(supported_head_dim(shape.head_dim), "launch_attention", "head_dim must be 16, 32, 64, 80, 96 or 128");
+  require(supported_head_dim(shape.head_dim), "launch_attention", "head_dim must be 16, 32, 64, 80, 96, 128 or 256");
   require(batch.n_tokens >= 0 && batch.block_size > 0 && batch.max_blocks > 0, "launch_attention",
           "bad token count or block table shape");
   require(batch.n_tokens == 0 || batch.max_positions > 0, "launch_attention", "max_positions must be positive");
@@ -224,7 +229,7 @@ void check_shape(const AttentionBatch& batch, HeadShape shape) {
 using namespace attention;
 
 bool tensor_core_attention_available(const DeviceContext& ctx, int head_dim) {
-  if (!supported_head_dim(head_dim)) return false;
+  if (!prefill_kernels_take(head_dim)) return false;
   const auto key = reinterpret_cast<const void*>(&tensor_core_kernel_available);
   return ctx.memo({key, head_dim, 0, 0}, [&] { return tensor_core_kernel_available(head_dim) ? 1 : 0; }) != 0;
 }
@@ -252,7 +257,7 @@ AttentionPlan plan_attention(const DeviceContext& ctx, const AttentionBatch& bat
   const long long wave = wide ? wide_wave : decode_blocks_per_wave(ctx, shape, heads, false);
   const long long for_occupancy = blocks(heads) > 0 ? wave / blocks(heads) : 1;
   const long long min_keys = wide ? kMinKeysPerSplit * kWideDecodeThreads / kDecodeThreads : kMinKeysPerSplit;
-  const long long by_length = (static_cast<long long>(batch.max_positions) + min_keys - 1) / min_keys;
+  const long long by_length = (static_cast<long long>(batch.most_keys()) + min_keys - 1) / min_keys;
   const int splits = static_cast<int>(std::clamp<long long>(std::min(for_occupancy, by_length), 1, kMaxSplits));
   return {tensor_core_attention_available(ctx, shape.head_dim), splits, false, heads, wide};
 }
@@ -304,8 +309,10 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
   if (batch.n_tokens == 0) return;
   const int group = shape.n_heads / shape.n_kv_heads;
   const float q_scale = scale * kLog2e;
-  // A single token is a decode token; so is every token with rope, or under the batch-invariant plan.
-  if (batch.n_tokens > 1 && !rope.k && !plan.every_token_decodes) {
+  // A single token is a decode token; so is every token with rope, under the batch-invariant plan, or
+  // of heads wider than the prefill kernels take.
+  const bool every_token_decodes = plan.every_token_decodes || !prefill_kernels_take(shape.head_dim);
+  if (batch.n_tokens > 1 && !rope.k && !every_token_decodes) {
     if (plan.tensor_cores) {
       launch_prefill_mma(q, cache, batch, shape, q_scale, out, ctx);
     } else {
@@ -315,7 +322,7 @@ void launch_attention_planned(const AttentionPlan& plan, const float* q, KvCache
     }
   }
   launch_decode(q, cache, batch, shape, q_scale, plan.decode_splits, plan.decode_heads, plan.decode_wide,
-                plan.every_token_decodes, rope, workspace, out, half, rounded, ctx);
+                every_token_decodes, rope, workspace, out, half, rounded, ctx);
 }
 
 }  // namespace rf::gpu

@@ -21,6 +21,15 @@ namespace rf::gpu::attention {
 // log2(e): scores are kept in base 2 (q pre-scaled by it), so that softmax weights are exp2 of differences.
 inline constexpr float kLog2e = 1.4426950408889634f;
 
+// The first key position a token at `position` sees through a sliding window (0: none).
+__host__ __device__ inline int first_visible(int position, int window) {
+  return window > 0 && position >= window ? position - window + 1 : 0;
+}
+
+// A score through Gemma 2's soft cap, cap * tanh(score / cap), which keeps its form in base-2 units:
+// `cap` is the batch's softcap times log2(e) (0: none).
+__device__ __forceinline__ float cap_score(float score, float cap) { return cap > 0.0f ? cap * tanhf(score / cap) : score; }
+
 struct QueryTiling {
   int heads;        // query heads of a group per block: min(group, rows of the kernel's tile)
   int head_chunks;  // blocks across one token's group: ceil(group / heads)
@@ -55,10 +64,11 @@ struct TileTokens {
   std::int32_t pos[kMaxTokens];
   bool served[kMaxTokens];
   int count;
+  int window;
 
   // Every thread of the block calls this; the tile is readable after the barrier.
   __device__ void load(const AttentionBatch& batch, int first_token, int tokens) {
-    if (threadIdx.x == 0) count = tokens;
+    if (threadIdx.x == 0) count = tokens, window = batch.window;
     for (int i = threadIdx.x; i < tokens; i += blockDim.x) {
       const int t = first_token + i;
       const bool exists = t < batch.n_tokens;
@@ -71,9 +81,9 @@ struct TileTokens {
 };
 
 // Tokens [begin, end) of a tile: served, consecutive, of sequence `seq`; they attend to positions
-// 0..last_pos of it at most.
+// first_pos..last_pos of it at most.
 struct Segment {
-  int begin = 0, end = 0, seq = 0, last_pos = 0;
+  int begin = 0, end = 0, seq = 0, first_pos = 0, last_pos = 0;
 };
 
 // The segment after `s` (start with a default Segment); false when there is none.
@@ -82,11 +92,14 @@ __device__ bool next_segment(const TileTokens<kMaxTokens>& tile, Segment& s) {
   int begin = s.end;
   while (begin < tile.count && !tile.served[begin]) ++begin;
   if (begin == tile.count) return false;
-  s = {begin, begin + 1, tile.seq[begin], tile.pos[begin]};
+  int first_pos = tile.pos[begin];
+  s = {begin, begin + 1, tile.seq[begin], 0, tile.pos[begin]};
   while (s.end < tile.count && tile.served[s.end] && tile.seq[s.end] == s.seq) {
     s.last_pos = max(s.last_pos, tile.pos[s.end]);
+    first_pos = min(first_pos, tile.pos[s.end]);
     ++s.end;
   }
+  s.first_pos = first_visible(first_pos, tile.window);
   return true;
 }
 
@@ -110,6 +123,12 @@ __device__ int row_limit(const RowQuery& query, const TileTokens<kMaxTokens>& ti
   return inside ? tile.pos[query.token_index] : -1;
 }
 
+// The first key position row `row` may see (its window's start); meaningful where row_limit is not -1.
+template <int kMaxTokens>
+__device__ int row_first(const RowQuery& query, const TileTokens<kMaxTokens>& tile) {
+  return query.head >= 0 ? first_visible(tile.pos[query.token_index], tile.window) : 0;
+}
+
 // Eight f16 values (one 16-byte load of a cache row) as floats.
 __device__ __forceinline__ void unpack_halves(uint4 raw, float (&out)[8]) {
   const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -117,17 +136,17 @@ __device__ __forceinline__ void unpack_halves(uint4 raw, float (&out)[8]) {
   for (int i = 0; i < 8; ++i) out[i] = half_bits_to_float(static_cast<unsigned short>(words[i / 2] >> (16 * (i % 2))));
 }
 
-// Llama-family models' head dims (16 and 32: the small test fixtures); kernels hold a row's dims in
-// registers, one instantiation each.
-inline bool supported_head_dim(int head_dim) {
-  return head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128;
-}
-
-// Calls f(std::integral_constant<int, head_dim>{}).
+// Calls f(std::integral_constant<int, head_dim>{}): for the decode kernel, every supported head dim;
+// for the prefill kernels, those they take.
 template <class F>
 void with_head_dim(int head_dim, F&& f) {
+  if (with_constant<16, 32, 64, 80, 96, 128, 256>(head_dim, f)) return;
+  throw_bad_launch("launch_attention", "head_dim must be 16, 32, 64, 80, 96, 128 or 256");
+}
+template <class F>
+void with_prefill_head_dim(int head_dim, F&& f) {
   if (with_constant<16, 32, 64, 80, 96, 128>(head_dim, f)) return;
-  throw_bad_launch("launch_attention", "head_dim must be 16, 32, 64, 80, 96 or 128");
+  throw_bad_launch("launch_attention", "the prefill kernels take head dims 16, 32, 64, 80, 96 and 128");
 }
 
 // The decode kernel (decode_attention.cu), for the tokens alone in their sequence: `splits` key ranges

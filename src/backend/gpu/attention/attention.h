@@ -12,8 +12,10 @@
 
 namespace rf::gpu {
 
-// Which cache slots each token of a batch attends to: token t belongs to sequence seq[t] and sits at
-// position positions[t]; it attends causally to positions 0..positions[t] of its sequence, whose
+// Which cache slots each token of a batch attends to, and how its scores are shaped: token t belongs
+// to sequence seq[t] and sits at position positions[t]; it attends causally to positions
+// 0..positions[t] of its sequence, or with a sliding window to the last `window` of them
+// (positions[t] - window < p <= positions[t], as transformers' and llama.cpp's masks have it), whose
 // slots come from block_tables[seq * max_blocks + position / block_size] (device arrays, as in
 // model/batch.h). max_positions bounds positions[t] + 1 over the batch (sizes split-K work).
 struct AttentionBatch {
@@ -24,7 +26,22 @@ struct AttentionBatch {
   int max_blocks;
   int block_size;
   int max_positions;
+  int window = 0;        // 0: the whole context
+  float softcap = 0.0f;  // Gemma 2's cap on the scaled scores, cap * tanh(score / cap); 0: none
+
+  // The most keys any token of the batch sees.
+  int most_keys() const { return window > 0 && window < max_positions ? window : max_positions; }
 };
+
+// The head dims the kernels take: Llama-family models' (16 and 32: the small test fixtures) and
+// Gemma's 256. They hold a row's dims in registers, one instantiation each. The prefill kernels stop at
+// 128 (their tiles of 256 would not fit shared memory): tokens of wider heads all go through the decode
+// kernel, which computes any token right, prefill's more slowly.
+inline bool supported_head_dim(int head_dim) {
+  return head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 ||
+         head_dim == 256;
+}
+inline bool prefill_kernels_take(int head_dim) { return supported_head_dim(head_dim) && head_dim <= 128; }
 
 // How launch_attention serves a batch. Tokens alone in their sequence in the batch (decode steps) go to
 // the decode kernel, cut into key ranges (flash-decoding) when the batch alone would not fill the GPU;

@@ -36,7 +36,7 @@ template <int kHeadDim, int kThreads>
 struct DecodeLanes {
   static constexpr int kPerKey = static_cast<int>(std::bit_ceil(static_cast<unsigned>(kHeadDim / 8)));
   static constexpr int kGroups = kThreads / kPerKey;
-  static_assert(kPerKey <= 16, "a key's lanes must sit within one warp of any width");
+  static_assert(kPerKey <= 32, "a key's lanes must sit within one warp (32 or 64 lanes)");
 };
 
 struct DecodeParams {
@@ -160,7 +160,8 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   const int dim = 8 * lane;
   const bool reads = dim < kHeadDim;  // head dims 80 and 96 leave lanes of a group idle
   const int seq = batch.seq[t], position = batch.positions[t];
-  const int begin = blockIdx.z * p.keys_per_split;
+  const float cap = batch.softcap * kLog2e;
+  const int begin = first_visible(position, batch.window) + blockIdx.z * p.keys_per_split;
   const int end = min(position + 1, begin + p.keys_per_split);
 
   // Key i's row of this lane's dims, when it exists (rows past the end are zeros).
@@ -261,6 +262,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
         for (int i = 0; i < 8; ++i) s[h][j] += q[h][i] * k[i];
 #pragma unroll
         for (int mask = Lanes::kPerKey / 2; mask > 0; mask /= 2) s[h][j] += shuffle_xor(s[h][j], mask);
+        s[h][j] = cap_score(s[h][j], cap);
       }
     }
     float v[kKeys][8];
@@ -339,7 +341,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   for (int e = threadIdx.x; e < heads * kHeadDim; e += kThreads) {
     const volatile float* lse = partial_lse + static_cast<std::size_t>(t) * p.shape.n_heads + head0 + e / kHeadDim;
     float largest = -INFINITY;
-    for (unsigned r = 0; r < gridDim.z; ++r) largest = fmaxf(largest, lse[r * lse_stride]);  // range 0 holds position 0
+    for (unsigned r = 0; r < gridDim.z; ++r) largest = fmaxf(largest, lse[r * lse_stride]);  // range 0 holds the first key seen
     float total = 0.0f, value = 0.0f;
     for (unsigned r = 0; r < gridDim.z; ++r) {
       const float weight = exp2f(lse[r * lse_stride] - largest);
@@ -432,7 +434,7 @@ void launch_decode(const float* q, KvCacheLayer cache, const AttentionBatch& bat
                    int splits, int heads, bool wide, bool every_token, const DecodeRope& rope, void* workspace,
                    float* out, HalfCopy half, QuantizedActivations rounded, const DeviceContext& ctx) {
   const int chunks = decode_head_chunks(shape, heads);
-  const int keys_per_split = (batch.max_positions + splits - 1) / splits;
+  const int keys_per_split = (batch.most_keys() + splits - 1) / splits;
   DecodeParams p{q, cache, batch, shape, q_scale, chunks, keys_per_split, every_token,
                  rope, out, half, rounded, nullptr, nullptr, nullptr};
   if (splits > 1) {

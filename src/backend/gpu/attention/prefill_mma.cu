@@ -3,6 +3,8 @@
 // and an fp32 online softmax. q (scaled) and the softmax weights are rounded to f16 for the products:
 // 2^-11 relative each, the f16 cache's own rounding. Keys and values stream through shared memory by
 // cp.async, the next tile's keys loading while this tile's values are used.
+#include <climits>
+
 #include "backend/gpu/attention/attention.cuh"
 #include "backend/gpu/attention/flash_mma.cuh"
 #include "backend/gpu/runtime/device_context.h"
@@ -69,13 +71,20 @@ __global__ void __launch_bounds__(kThreads)
 
   const RowQuery rows[2] = {row_query(warp * kWarpRows + lane / 4, tiling, group, kv_head, chunk),
                             row_query(warp * kWarpRows + lane / 4 + 8, tiling, group, kv_head, chunk)};
+  const float cap = batch.softcap * kLog2e;
   do {
     const int limit[2] = {row_limit(rows[0], tile, segment), row_limit(rows[1], tile, segment)};
-    // Key tiles past every row of a warp (above the causal diagonal) are loaded for the block but skipped.
+    const int lower[2] = {row_first(rows[0], tile), row_first(rows[1], tile)};
+    // Key tiles past every row of a warp (above the causal diagonal) or before every row's window are
+    // loaded for the block but skipped. (The bounds go through the shuffles as floats.)
     float warp_limit = static_cast<float>(max(limit[0], limit[1]));
-    for (int mask = kLanes / 2; mask > 0; mask /= 2) warp_limit = fmaxf(warp_limit, shuffle_xor(warp_limit, mask));
-    const int key_end = segment.last_pos + 1;
-    const int n_tiles = (key_end + kTileKeys - 1) / kTileKeys;
+    float warp_lower = static_cast<float>(min(limit[0] < 0 ? INT_MAX : lower[0], limit[1] < 0 ? INT_MAX : lower[1]));
+    for (int mask = kLanes / 2; mask > 0; mask /= 2) {
+      warp_limit = fmaxf(warp_limit, shuffle_xor(warp_limit, mask));
+      warp_lower = fminf(warp_lower, shuffle_xor(warp_lower, mask));
+    }
+    const int key_begin = segment.first_pos, key_end = segment.last_pos + 1;
+    const int n_tiles = (key_end - key_begin + kTileKeys - 1) / kTileKeys;
     auto load_tile = [&](const std::uint16_t* rows_of, std::uint16_t(*dst)[kStride], int first) {
       for (int c = threadIdx.x; c < kTileKeys * kChunks; c += kThreads) {
         const int key = c / kChunks, part = c % kChunks, pos = first + key;
@@ -89,11 +98,11 @@ __global__ void __launch_bounds__(kThreads)
 
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
     float o[kHeadDim / 8][4] = {};
-    load_tile(cache.keys, k_tile, 0);
-    load_tile(cache.values, v_tile, 0);
+    load_tile(cache.keys, k_tile, key_begin);
+    load_tile(cache.values, v_tile, key_begin);
     for (int j = 0; j < n_tiles; ++j) {
-      const int first = j * kTileKeys;
-      const bool active = warp_limit >= static_cast<float>(first);
+      const int first = key_begin + j * kTileKeys;
+      const bool active = warp_limit >= static_cast<float>(first) && warp_lower < static_cast<float>(first + kTileKeys);
       wait_copies<1>();  // keys of tile j (its values may still be in flight)
       __syncthreads();
       float s[flash::kScoreTiles][4];
@@ -112,7 +121,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int nt = 0; nt < flash::kScoreTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            if (first + flash::tile_key(lane, nt, e % 2) > limit[e / 2]) s[nt][e] = -INFINITY;
+            const int key = first + flash::tile_key(lane, nt, e % 2);
+            s[nt][e] = key > limit[e / 2] || key < lower[e / 2] ? -INFINITY : cap_score(s[nt][e], cap);
           }
         }
         flash::online_softmax(s, o, row_max, row_sum);
@@ -130,7 +140,7 @@ __global__ void __launch_bounds__(kThreads)
       if (limit[half] < 0) continue;
       const int t = first_token + rows[half].token_index;
       float* dst = out + static_cast<std::size_t>(t) * q_dim + rows[half].head * kHeadDim;
-      const float inverse = 1.0f / row_sum[half];  // position 0 is always seen
+      const float inverse = 1.0f / row_sum[half];  // a row always sees its own position
 #pragma unroll
       for (int nd = 0; nd < kHeadDim / 8; ++nd) {
         *reinterpret_cast<float2*>(&dst[nd * 8 + lane % 4 * 2]) =
@@ -147,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
 
 bool tensor_core_kernel_available(int head_dim) {
   bool built = false;
-  with_head_dim(head_dim, [&](auto dim) { built = built_for_tensor_cores(prefill_mma_kernel<decltype(dim)::value>); });
+  with_prefill_head_dim(head_dim, [&](auto dim) { built = built_for_tensor_cores(prefill_mma_kernel<decltype(dim)::value>); });
   return built;
 }
 
@@ -155,7 +165,7 @@ void launch_prefill_mma(const float* q, KvCacheLayer cache, const AttentionBatch
                         float* out, const DeviceContext& ctx) {
   const QueryTiling tiling = tensor_core_tiling(shape.n_heads / shape.n_kv_heads);
   const dim3 grid((batch.n_tokens + tiling.tokens - 1) / tiling.tokens, shape.n_kv_heads * tiling.head_chunks);
-  with_head_dim(shape.head_dim, [&](auto dim) {
+  with_prefill_head_dim(shape.head_dim, [&](auto dim) {
     prefill_mma_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, cache, batch, shape, q_scale, tiling, out);
   });
   RF_GPU_CHECK_LAUNCH();

@@ -1,4 +1,4 @@
-// SwiGLU's gate: silu(gate) * up, elementwise.
+// The gated MLP's product: act(gate) * up, elementwise (SwiGLU, GeGLU).
 #include <algorithm>
 
 #include "backend/gpu/elementwise/activation.cuh"
@@ -14,14 +14,14 @@ constexpr std::size_t kMaxBlocks = 4096;  // enough to fill any current GPU; thr
 
 // Output i is row i / width's column i % width; gate's and up's rows lie row_stride apart (where they
 // are packed, width == row_stride, and i is the index itself: no 64-bit division per element).
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* gate, const float* up, std::size_t n,
-                                                          std::size_t width, std::size_t row_stride, float* out,
-                                                          HalfCopy half) {
+__global__ void __launch_bounds__(kThreads) glu_kernel(const float* gate, const float* up, std::size_t n, std::size_t width,
+                                                       std::size_t row_stride, MlpActivation act, float* out,
+                                                       HalfCopy half) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kThreads;
   const bool bf16 = half.type == DType::BF16;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
     const std::size_t from = width == row_stride ? i : i / width * row_stride + i % width;
-    const float v = swiglu(gate[from], up[from]);
+    const float v = glu(gate[from], up[from], act);
     if (out) out[i] = v;
     if (half.data) half.data[i] = float_to_16bit(v, bf16);
   }
@@ -46,18 +46,19 @@ __global__ void __launch_bounds__(kThreads) swiglu_stacked_kernel(const float* g
 }
 
 void launch_rows(const float* gate, const float* up, std::size_t n, std::size_t width, std::size_t row_stride,
-                 float* out, HalfCopy half, const DeviceContext& ctx) {
-  check_half_copy(half, "launch_swiglu");
+                 MlpActivation act, float* out, HalfCopy half, const DeviceContext& ctx) {
+  check_half_copy(half, "launch_glu");
   if (n == 0) return;
   const auto blocks = static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
-  swiglu_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(gate, up, n, width, row_stride, out, half);
+  glu_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(gate, up, n, width, row_stride, act, out, half);
   RF_GPU_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void launch_swiglu(const float* gate, const float* up, std::size_t n, float* out, const DeviceContext& ctx, HalfCopy half) {
-  launch_rows(gate, up, n, n, n, out, half, ctx);
+void launch_glu(const float* gate, const float* up, std::size_t n, MlpActivation act, float* out, const DeviceContext& ctx,
+                HalfCopy half) {
+  launch_rows(gate, up, n, n, n, act, out, half, ctx);
 }
 
 void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy out, const DeviceContext& ctx) {
@@ -72,7 +73,7 @@ void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy o
     return;
   }
   const auto w = static_cast<std::size_t>(width);
-  launch_rows(gate_up, gate_up + w, static_cast<std::size_t>(rows) * w, w, 2 * w, nullptr, out, ctx);
+  launch_rows(gate_up, gate_up + w, static_cast<std::size_t>(rows) * w, w, 2 * w, MlpActivation::Silu, nullptr, out, ctx);
 }
 
 }  // namespace rf::gpu

@@ -59,12 +59,20 @@ AttentionProblem::AttentionProblem(HeadShape shape, int block_size, const std::v
 
 float AttentionProblem::scale() const { return 1.0f / std::sqrt(static_cast<float>(shape.head_dim)); }
 
+AttentionBatch AttentionProblem::batch() const {
+  AttentionBatch b = batch_;
+  b.window = window;
+  b.softcap = softcap;
+  return b;
+}
+
 std::vector<double> AttentionProblem::reference() const {
   const int group = shape.n_heads / shape.n_kv_heads, head_dim = shape.head_dim;
   const int q_dim = shape.n_heads * head_dim, kv_dim = shape.n_kv_heads * head_dim;
   std::vector<double> out(q.size(), 0.0), scores;
   for (std::size_t t = 0; t < positions.size(); ++t) {
     const int length = positions[t] + 1;
+    const int first = window > 0 ? std::max(0, length - window) : 0;
     auto row = [&](int p) {
       const int block = block_tables[seq[t] * batch_.max_blocks + p / block_size];
       return (static_cast<std::size_t>(block) * block_size + p % block_size) * kv_dim;
@@ -74,15 +82,16 @@ std::vector<double> AttentionProblem::reference() const {
       const int kv_offset = h / group * head_dim;
       scores.assign(length, 0.0);
       double largest = -INFINITY;
-      for (int p = 0; p < length; ++p) {
+      for (int p = first; p < length; ++p) {
         for (int d = 0; d < head_dim; ++d) scores[p] += q_head[d] * static_cast<double>(f16_to_f32(keys[row(p) + kv_offset + d]));
         scores[p] *= scale();
+        if (softcap > 0) scores[p] = softcap * std::tanh(scores[p] / softcap);
         largest = std::max(largest, scores[p]);
       }
       double sum = 0.0;
-      for (double& s : scores) sum += s = std::exp(s - largest);
+      for (int p = first; p < length; ++p) sum += scores[p] = std::exp(scores[p] - largest);
       double* o = &out[t * q_dim + h * head_dim];
-      for (int p = 0; p < length; ++p) {
+      for (int p = first; p < length; ++p) {
         for (int d = 0; d < head_dim; ++d) o[d] += scores[p] / sum * f16_to_f32(values[row(p) + kv_offset + d]);
       }
     }

@@ -31,12 +31,15 @@ class AttentionProblem {
                    const RandomFloats& random_floats, const RandomInt& random_int);
 
   float scale() const;
-  AttentionBatch batch() const { return batch_; }
+  // The batch, with this problem's window and soft cap.
+  AttentionBatch batch() const;
   KvCacheLayer cache() const { return cache_; }
   std::vector<double> reference() const;  // [n_tokens][q_dim]
 
   HeadShape shape;
   int block_size;
+  int window = 0;        // AttentionBatch::window: the last `window` positions; 0: all
+  float softcap = 0.0f;  // AttentionBatch::softcap; 0: none
   std::vector<float> q;                         // [n_tokens][q_dim]
   std::vector<std::uint16_t> keys, values;      // [slot][kv_dim], f16 bits
   std::vector<std::int32_t> positions, seq, block_tables;

@@ -79,13 +79,14 @@ std::string shape_name(HeadShape s) {
   return std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + "x" + std::to_string(s.head_dim);
 }
 
-// One prompt from position 0: GQA groups 1, 2, 4, 7 and 8, every head dim, chunks crossing tiles.
+// One prompt from position 0: GQA groups 1, 2, 4, 7 and 8, every head dim, chunks crossing tiles. (Heads
+// of 256 take the decode kernel for every token.)
 TEST_F(Attention, PrefillMatchesReference) {
   const struct {
     HeadShape shape;
     int tokens;
   } cases[] = {{{8, 8, 64}, 150}, {{8, 2, 80}, 97},  {{16, 2, 96}, 130}, {{8, 2, 128}, 200}, {{4, 4, 128}, 70},
-               {{14, 2, 64}, 83}, {{16, 2, 128}, 65}, {{4, 2, 16}, 41},   {{4, 1, 32}, 70}};
+               {{14, 2, 64}, 83}, {{16, 2, 128}, 65}, {{4, 2, 16}, 41},   {{4, 1, 32}, 70},  {{8, 4, 256}, 75}};
   for (const auto& c : cases) {
     check_every_path("prefill " + shape_name(c.shape) + " S=" + std::to_string(c.tokens),
                      make(c.shape, 16, {{0, c.tokens}}));
@@ -97,7 +98,8 @@ TEST_F(Attention, PrefillMatchesReference) {
 TEST_F(Attention, MixedBatchMatchesReference) {
   const std::vector<SequenceChunk> chunks = {{40, 77}, {299, 1}, {4, 1}, {0, 33}, {700, 1}, {0, 1}, {130, 2}};
   for (const HeadShape shape :
-       {HeadShape{8, 2, 128}, HeadShape{16, 1, 64}, HeadShape{4, 4, 80}, HeadShape{16, 2, 96}, HeadShape{4, 2, 32}}) {
+       {HeadShape{8, 2, 128}, HeadShape{16, 1, 64}, HeadShape{4, 4, 80}, HeadShape{16, 2, 96}, HeadShape{4, 2, 32},
+        HeadShape{4, 1, 256}}) {
     check_every_path("mixed " + shape_name(shape), make(shape, 7, chunks));
   }
 }
@@ -105,8 +107,40 @@ TEST_F(Attention, MixedBatchMatchesReference) {
 // Decode tokens alone, long contexts: launch_attention splits their keys.
 TEST_F(Attention, DecodeBatchMatchesReference) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {1337, 1}, {64, 1}, {1500, 1}, {511, 1}};
-  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}}) {
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 8, 256}}) {
     check_every_path("decode " + shape_name(shape), make(shape, 16, chunks));
+  }
+}
+
+// Sliding windows (Mistral, Gemma) and Gemma 2's soft cap: a prompt from position 0 with windows
+// shorter than a key tile, crossing tiles and longer than the prompt; prefill chunks continuing long
+// cached prefixes mixed with decode tokens; decode tokens alone at long contexts, whose ranges split
+// the window only. Caps of 1 and 3 bend these scores (|q.k| * scale reaches about 3 here); Gemma's 50
+// would hardly touch them.
+TEST_F(Attention, SlidingWindowAndSoftcapMatchReference) {
+  struct Case {
+    std::vector<SequenceChunk> chunks;
+    int window;
+    float softcap;
+  };
+  const Case cases[] = {{{{0, 200}}, 37, 0.0f},
+                        {{{0, 200}}, 64, 1.0f},
+                        {{{0, 130}}, 1, 0.0f},
+                        {{{0, 90}}, 150, 3.0f},
+                        {{{0, 150}}, 0, 1.0f},
+                        {{{40, 77}, {299, 1}, {4, 1}, {0, 33}, {700, 1}, {0, 1}, {130, 2}}, 100, 0.0f},
+                        {{{40, 77}, {299, 1}, {4, 1}, {0, 33}, {700, 1}, {0, 1}, {130, 2}}, 50, 3.0f},
+                        {{{1000, 1}, {1337, 1}, {64, 1}, {1500, 1}, {511, 1}}, 257, 0.0f},
+                        {{{1000, 1}, {1337, 1}, {64, 1}, {1500, 1}, {511, 1}}, 1024, 1.0f}};
+  for (const HeadShape shape : {HeadShape{8, 2, 128}, HeadShape{4, 1, 32}, HeadShape{16, 2, 96}, HeadShape{8, 4, 256}}) {
+    for (const Case& c : cases) {
+      AttentionProblem problem = make(shape, 16, c.chunks);
+      problem.window = c.window;
+      problem.softcap = c.softcap;
+      check_every_path("window " + std::to_string(c.window) + " cap " + std::to_string(static_cast<int>(c.softcap)) + " " +
+                           shape_name(shape) + " seqs " + std::to_string(c.chunks.size()),
+                       problem);
+    }
   }
 }
 
@@ -117,7 +151,7 @@ TEST_F(Attention, DecodeBatchMatchesReference) {
 // f16 split) and, for heads of whole blocks of 32, its int8 rounding: out rounded, bit for bit.
 TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
   const std::vector<SequenceChunk> chunks = {{1000, 1}, {64, 1}, {0, 1}, {299, 1}};
-  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}}) {
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{16, 1, 64}, HeadShape{8, 1, 256}}) {
     const AttentionProblem problem = make(shape, 16, chunks);
     const AttentionBatch batch = problem.batch();
     const int n = batch.n_tokens, kv_dim = shape.n_kv_heads * shape.head_dim;
@@ -175,7 +209,7 @@ TEST_F(Attention, FusedRopeMatchesSeparateLaunches) {
 // one wave of wide blocks, where narrow blocks take more ranges again.
 TEST_F(Attention, WorkspaceHoldsEveryBatchPlan) {
   constexpr int kMaxTokens = 256, kMaxBlocks = 512, kBlockSize = 16;
-  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{4, 2, 32}}) {
+  for (const HeadShape shape : {HeadShape{32, 8, 128}, HeadShape{8, 1, 80}, HeadShape{4, 2, 32}, HeadShape{8, 4, 256}}) {
     const std::size_t most = most_attention_workspace_bytes(ctx(), kMaxTokens, kMaxBlocks, kBlockSize, shape);
     for (int n = 1; n <= kMaxTokens; ++n) {
       for (const int blocks : {1, 8, kMaxBlocks}) {

@@ -13,19 +13,23 @@ namespace {
 
 class Elementwise : public GpuTest {};
 
-// fp32 with the CPU's expressions; expf may differ from the CPU's by an ulp.
+// fp32 with the CPU's expressions; expf and tanhf may differ from the CPU's by an ulp.
 constexpr double kTolerance = 1e-5;
 
-TEST_F(Elementwise, SwigluMatchesCpu) {
-  for (const std::size_t n : {std::size_t{1}, std::size_t{1001}, std::size_t{3 * 14336 + 5}}) {
-    const auto gate = random_floats(n, -8.0f, 8.0f), up = random_floats(n, -2.0f, 2.0f);
-    DeviceBuffer<float> gate_gpu(gate), up_gpu(up), out_gpu(n);
-    out_gpu.poison();
-    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), ctx());
-    synchronize();
-    std::vector<float> ref(n);
-    cpu::silu_mul(gate.data(), up.data(), n, ref.data());
-    expect_close("swiglu n=" + std::to_string(n), out_gpu.download(), ref, kTolerance);
+// SwiGLU and Gemma's GeGLU (tanh GELU) against the CPU's.
+TEST_F(Elementwise, GatedProductsMatchCpu) {
+  for (const MlpActivation act : {MlpActivation::Silu, MlpActivation::GeluTanh}) {
+    const bool silu = act == MlpActivation::Silu;
+    for (const std::size_t n : {std::size_t{1}, std::size_t{1001}, std::size_t{3 * 14336 + 5}}) {
+      const auto gate = random_floats(n, -8.0f, 8.0f), up = random_floats(n, -2.0f, 2.0f);
+      DeviceBuffer<float> gate_gpu(gate), up_gpu(up), out_gpu(n);
+      out_gpu.poison();
+      launch_glu(gate_gpu.data(), up_gpu.data(), n, act, out_gpu.data(), ctx());
+      synchronize();
+      std::vector<float> ref(n);
+      (silu ? cpu::silu_mul : cpu::gelu_tanh_mul)(gate.data(), up.data(), n, ref.data());
+      expect_close(std::string(silu ? "swiglu" : "geglu") + " n=" + std::to_string(n), out_gpu.download(), ref, kTolerance);
+    }
   }
 }
 
@@ -36,7 +40,7 @@ TEST_F(Elementwise, SwigluHalfCopyIsTheOutputRounded) {
     DeviceBuffer<std::uint16_t> half_gpu(n);
     out_gpu.poison();
     half_gpu.poison();
-    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), ctx(), {half_gpu.data(), type});
+    launch_glu(gate_gpu.data(), up_gpu.data(), n, MlpActivation::Silu, out_gpu.data(), ctx(), {half_gpu.data(), type});
     synchronize();
     const auto out = out_gpu.download();
     const auto half = half_gpu.download();
@@ -46,7 +50,7 @@ TEST_F(Elementwise, SwigluHalfCopyIsTheOutputRounded) {
   }
 }
 
-// A stacked gate/up product's SwiGLU: the copy launch_swiglu makes of the same gate and up rows. Rows
+// A stacked gate/up product's SwiGLU: the copy launch_glu makes of the same gate and up rows. Rows
 // of a width that is a multiple of 4 (whole or partial blocks of vectors) take the vector kernel.
 TEST_F(Elementwise, StackedSwigluGivesTheCopyOfSeparateRows) {
   const int rows = 5;
@@ -64,9 +68,22 @@ TEST_F(Elementwise, StackedSwigluGivesTheCopyOfSeparateRows) {
     DeviceBuffer<std::uint16_t> stacked_half(n), separate_half(n);
     stacked_half.poison();
     launch_swiglu_stacked(stacked_gpu.data(), rows, width, {stacked_half.data(), type}, ctx());
-    launch_swiglu(gate_gpu.data(), up_gpu.data(), n, out_gpu.data(), ctx(), {separate_half.data(), type});
+    launch_glu(gate_gpu.data(), up_gpu.data(), n, MlpActivation::Silu, out_gpu.data(), ctx(), {separate_half.data(), type});
     synchronize();
     EXPECT_EQ(stacked_half.download(), separate_half.download()) << dtype_name(type) << " width " << width;
+  }
+}
+
+// Gemma 2's logit cap (30) against the CPU's, on values well past it.
+TEST_F(Elementwise, SoftcapMatchesCpu) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{256000 + 7}}) {
+    const auto x = random_floats(n, -100.0f, 100.0f);
+    DeviceBuffer<float> x_gpu(x);
+    launch_softcap(x_gpu.data(), n, 30.0f, ctx());
+    synchronize();
+    std::vector<float> ref = x;
+    cpu::softcap(ref.data(), n, 30.0f);
+    expect_close("softcap n=" + std::to_string(n), x_gpu.download(), ref, kTolerance);
   }
 }
 

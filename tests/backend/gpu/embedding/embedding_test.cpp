@@ -6,7 +6,8 @@ namespace {
 
 class Embedding : public GpuTest {};
 
-// Decoding is exact (every stored value is a float), so the rows must match the CPU's bit for bit.
+// Decoding is exact (every stored value is a float), and so is the scale's product (one fp32 rounding
+// on either side), so the rows must match the CPU's bit for bit.
 TEST_F(Embedding, MatchesCpuDequantizeForEveryType) {
   constexpr std::size_t kVocab = 300;
   struct Case {
@@ -29,17 +30,20 @@ TEST_F(Embedding, MatchesCpuDequantizeForEveryType) {
     DeviceBuffer<std::uint8_t> table_gpu(table.bytes);
     DeviceBuffer<std::int32_t> tokens_gpu(tokens);
     DeviceBuffer<float> out(tokens.size() * c.cols);
-    out.poison();
-    launch_embedding({c.type, kVocab, c.cols, table_gpu.data()}, tokens_gpu.data(), static_cast<int>(tokens.size()),
-                     out.data(), ctx());
-    synchronize();
+    for (const float scale : {1.0f, 48.0f}) {  // 48: Gemma 2 2B's sqrt(hidden), an exact product too
+      out.poison();
+      launch_embedding({c.type, kVocab, c.cols, table_gpu.data()}, tokens_gpu.data(), static_cast<int>(tokens.size()),
+                       out.data(), ctx(), nullptr, scale);
+      synchronize();
 
-    std::vector<float> ref(tokens.size() * c.cols);
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      std::copy_n(&table.decoded[tokens[t] * c.cols], c.cols, &ref[t * c.cols]);
+      std::vector<float> ref(tokens.size() * c.cols);
+      for (std::size_t t = 0; t < tokens.size(); ++t) {
+        for (std::size_t i = 0; i < c.cols; ++i) ref[t * c.cols + i] = table.decoded[tokens[t] * c.cols + i] * scale;
+      }
+      expect_close("embedding " + std::string(dtype_name(c.type)) + " x" + std::to_string(c.cols) + " scale " +
+                       std::to_string(scale),
+                   out.download(), ref, 0.0);
     }
-    expect_close("embedding " + std::string(dtype_name(c.type)) + " x" + std::to_string(c.cols), out.download(), ref,
-                 0.0);
   }
 }
 
