@@ -119,6 +119,11 @@ void print_model(const InfoFlags& f) {
     const auto sliding = std::ranges::count_if(c.layer_windows, [](int w) { return w > 0; });
     fmt::print("sliding-window attention: {} tokens on {} of {} layers\n", window, sliding, c.n_layers);
   }
+  if (const auto& s = c.rope_scaling; s.kind == RopeScaling::Kind::LongRope) {
+    fmt::print("rope: LongRoPE, the {} factors at a context of {} (original {}), attention factor {:.4f}\n",
+               ctx > s.original_max_position ? "long" : "short", ctx, s.original_max_position, s.attention_factor);
+  }
+  if (c.rope_dims() != c.head_dim) fmt::print("partial rotary: {} of {} dimensions per head\n", c.rope_dims(), c.head_dim);
   fmt::print("parameters: {} ({:.2f} B)\n", ckpt.parameter_count(), ckpt.parameter_count() / 1e9);
   fmt::print("weight types: {}\n", ckpt.dtype_summary());
   fmt::print("context length: {} (trained), {} (used below)\n", c.max_position_embeddings, ctx);

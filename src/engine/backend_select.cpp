@@ -26,6 +26,7 @@ constexpr std::string_view kGpuDevice = std::string_view(ROCMFORGE_GPU_BACKEND) 
 llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
   return {.block_size = shape.block_size,
           .kv_blocks = shape.kv_blocks,
+          .max_context = shape.max_context,
           .max_batch_tokens = shape.max_batch_tokens,
           .batch_invariant = shape.batch_invariant};
 }
@@ -94,7 +95,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
   (void)resolve_gpu(device);
 #endif
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
-                                             shape.kv_blocks);
+                                             shape.kv_blocks, shape.max_context);
 }
 
 std::unique_ptr<ImageBackend> make_image_backend(const std::string& device, ThreadPool& pool) {

@@ -17,6 +17,7 @@ class ThreadPool;
 struct BackendShape {
   int block_size;
   int kv_blocks;
+  int max_context;  // the longest sequence (the context size): LongRoPE picks its factors by it
   int max_batch_tokens;
   // A token's logits never depend on what it is batched with, so that greedy requests served together
   // get exactly what they get alone. The CPU backend always works so; the GPU backend then gives up its

@@ -46,6 +46,7 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
       forward_(make_forward_pass(options.device, checkpoint_, pool_,
                                  {.block_size = kBlockSize,
                                   .kv_blocks = (std::max(ctx_size_, options.kv_cache_tokens) + kBlockSize - 1) / kBlockSize,
+                                  .max_context = ctx_size_,
                                   .max_batch_tokens = options.max_batch_tokens,
                                   .batch_invariant = options.batch_invariant})),
       blocks_(forward_->kv_blocks()) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/tensor.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -112,6 +113,7 @@ Arch arch_from_hf(const json& config, const std::string& source) {
       if (name == "Qwen3ForCausalLM") type = "qwen3";
       if (name == "Gemma2ForCausalLM") type = "gemma2";
       if (name == "Gemma3ForCausalLM") type = "gemma3_text";
+      if (name == "Phi3ForCausalLM") type = "phi3";
     }
   }
   if (type == "llama") return Arch::Llama;
@@ -120,8 +122,9 @@ Arch arch_from_hf(const json& config, const std::string& source) {
   if (type == "qwen3") return Arch::Qwen3;
   if (type == "gemma2") return Arch::Gemma2;
   if (type == "gemma3_text") return Arch::Gemma3;
-  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text)", source,
-       type);
+  if (type == "phi3") return Arch::Phi3;
+  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3)",
+       source, type);
 }
 
 // Gemma's configs name the MLP's activation hidden_activation (their hidden_act is ignored).
@@ -133,8 +136,37 @@ MlpActivation read_hf_activation(const json& config, const std::string& source, 
   fail("{}: hidden activation {} is not supported (supported: silu, gelu_pytorch_tanh)", source, act->dump());
 }
 
-// rope_theta from `theta_in`, the scaling rule from `scaling` (none when null).
-void read_rope(const json& theta_in, const json* scaling, const std::string& source, ModelConfig& c) {
+std::vector<float> json_floats(const json& j, const char* key, const std::string& source) {
+  const json* v = find_key(j, key);
+  if (!v || !v->is_array()) fail("{}: rope scaling needs a list \"{}\"", source, key);
+  std::vector<float> values;
+  for (const json& item : *v) {
+    if (!item.is_number()) fail("{}: \"{}\" must hold numbers, got {}", source, key, item.dump());
+    values.push_back(item.get<float>());
+  }
+  return values;
+}
+
+// LongRoPE as transformers computes it (_compute_longrope_parameters): original_max_position_embeddings
+// from the scaling or the config's top level, the factor max_position_embeddings / that unless the
+// scaling names one, and the attention factor sqrt(1 + ln(factor) / ln(original)) unless it names one.
+void read_longrope(const json& config, const json& scaling, const std::string& source, ModelConfig& c) {
+  auto& s = c.rope_scaling;
+  s.kind = RopeScaling::Kind::LongRope;
+  s.short_factor = json_floats(scaling, "short_factor", source);
+  s.long_factor = json_floats(scaling, "long_factor", source);
+  const json& holder = find_key(scaling, "original_max_position_embeddings") ? scaling : config;
+  s.original_max_position = json_int(holder, "original_max_position_embeddings", source, c.max_position_embeddings);
+  if (s.original_max_position <= 0) fail("{}: original_max_position_embeddings must be positive", source);
+  s.factor = json_number(scaling, "factor", source, c.max_position_embeddings / s.original_max_position);
+  const double fallback = s.factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(s.factor) / std::log(s.original_max_position));
+  s.attention_factor = json_number(scaling, "attention_factor", source, fallback);
+}
+
+// rope_theta from `theta_in`, the scaling rule from `scaling` (none when null); `config` is the
+// whole config.json, for what LongRoPE reads from its top level.
+void read_rope(const json& theta_in, const json* scaling, const std::string& source, ModelConfig& c,
+               const json& config) {
   c.rope_theta = json_number(theta_in, "rope_theta", source, 10000.0);
   if (!scaling) return;
   if (!scaling->is_object()) fail("{}: rope scaling must be an object, got {}", source, scaling->dump());
@@ -150,13 +182,15 @@ void read_rope(const json& theta_in, const json* scaling, const std::string& sou
   s.factor = json_number(*scaling, "factor", source, 1.0);
   if (type == "linear") {
     s.kind = RopeScaling::Kind::Linear;
+  } else if (type == "longrope" || type == "su") {
+    read_longrope(config, *scaling, source, c);
   } else if (type == "llama3") {
     s.kind = RopeScaling::Kind::Llama3;
     s.low_freq_factor = json_number(*scaling, "low_freq_factor", source, 1.0);
     s.high_freq_factor = json_number(*scaling, "high_freq_factor", source, 4.0);
     s.original_max_position = json_number(*scaling, "original_max_position_embeddings", source, 8192.0);
   } else {
-    fail("{}: rope scaling type \"{}\" is not supported (supported: default, linear, llama3)", source, type);
+    fail("{}: rope scaling type \"{}\" is not supported (supported: default, linear, llama3, longrope)", source, type);
   }
 }
 
@@ -167,10 +201,10 @@ void read_hf_rope(const json& config, const std::string& source, ModelConfig& c)
   const json* params = find_key(config, "rope_parameters");
   if (params && params->contains("full_attention")) {
     const json& global = params->at("full_attention");
-    read_rope(global, &global, source, c);
+    read_rope(global, &global, source, c, config);
     if (const json* local = find_key(*params, "sliding_attention")) {
       ModelConfig l;
-      read_rope(*local, local, source, l);
+      read_rope(*local, local, source, l, config);
       if (l.rope_scaling.kind != RopeScaling::Kind::None) {
         fail("{}: scaled RoPE on the sliding-window layers is not supported", source);
       }
@@ -178,7 +212,13 @@ void read_hf_rope(const json& config, const std::string& source, ModelConfig& c)
     }
     return;
   }
-  read_rope(params ? *params : config, params ? params : find_key(config, "rope_scaling"), source, c);
+  read_rope(params ? *params : config, params ? params : find_key(config, "rope_scaling"), source, c, config);
+  // Phi-4-mini: RoPE on the first partial_rotary_factor of each head (top level, or in rope_parameters).
+  const double partial = json_number(params && params->contains("partial_rotary_factor") ? *params : config,
+                                     "partial_rotary_factor", source, 1.0);
+  if (!(partial > 0 && partial <= 1)) fail("{}: partial_rotary_factor must be in (0, 1], got {}", source, partial);
+  // transformers: int(head_dim * partial_rotary_factor)
+  if (partial < 1) c.rotary_dim = static_cast<int>(c.head_dim * partial);
   if (c.arch == Arch::Gemma3) c.rope_local_theta = json_number(config, "rope_local_base_freq", source, 10000.0);
 }
 
@@ -265,6 +305,37 @@ void read_gguf_gemma(const GgufFile& gguf, const std::string& arch, ModelConfig&
   if (!gemma2) c.rope_local_theta = gguf.get_float_opt(arch + ".rope.freq_base_swa").value_or(10000.0);
 }
 
+// Phi-3's keys and tensors as llama.cpp reads them (llama-model.cpp, LLM_ARCH_PHI3): RoPE over
+// rope.dimension_count dimensions; LongRoPE's factors as the tensors rope_factors_long and
+// rope_factors_short, with rope.scaling.original_context_length and rope.scaling.attn_factor (1 where
+// absent); the window attention.sliding_window on every layer (0: none), or where a file lacks the
+// key, llama.cpp's defaults for the first Phi-3 files (mini/medium 4k: 2047).
+void read_gguf_phi3(const GgufFile& gguf, const std::string& arch, ModelConfig& c) {
+  if (auto dims = gguf.get_uint_opt(arch + ".rope.dimension_count"); dims && *dims < static_cast<std::uint64_t>(c.head_dim)) {
+    c.rotary_dim = static_cast<int>(*dims);
+  }
+  const GgufTensorInfo* long_factors = gguf.find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_factors = gguf.find_tensor("rope_factors_short.weight");
+  if (long_factors && short_factors) {
+    auto read = [&](const GgufTensorInfo& t) {
+      if (t.dims.size() != 1) fail("{}: tensor {} must be 1-D, has {} dimensions", gguf.path(), t.name, t.dims.size());
+      return to_f32(gguf.path(), make_tensor_view(gguf.path(), t.name, t.dtype, t.dims, t.size_bytes, t.data));
+    };
+    auto& s = c.rope_scaling;
+    s.kind = RopeScaling::Kind::LongRope;
+    s.long_factor = read(*long_factors);
+    s.short_factor = read(*short_factors);
+    s.original_max_position = static_cast<double>(
+        gguf.get_uint_opt(arch + ".rope.scaling.original_context_length").value_or(c.max_position_embeddings));
+    s.attention_factor = gguf.get_float_opt(arch + ".rope.scaling.attn_factor").value_or(1.0);
+  }
+  std::optional<std::uint64_t> window = gguf.get_uint_opt(arch + ".attention.sliding_window");
+  if (!window && (c.n_layers == 32 || c.n_layers == 40) && c.max_position_embeddings == 4096) window = 2047;
+  if (!window || *window == 0) return;
+  if (*window > (1u << 30)) fail("{}: {}.attention.sliding_window = {} is out of range", gguf.path(), arch, *window);
+  c.layer_windows.assign(c.n_layers, static_cast<int>(*window));
+}
+
 }  // namespace
 
 std::string arch_name(Arch arch) {
@@ -275,6 +346,7 @@ std::string arch_name(Arch arch) {
     case Arch::Qwen3: return "qwen3";
     case Arch::Gemma2: return "gemma2";
     case Arch::Gemma3: return "gemma3";
+    case Arch::Phi3: return "phi3";
   }
   return "?";
 }
@@ -309,6 +381,21 @@ void ModelConfig::validate(const std::string& source) const {
   if (head_dim % 2 != 0) fail("{}: head dimension {} must be even for RoPE", source, head_dim);
   if (!(rms_norm_eps > 0) || !(rope_theta > 0)) fail("{}: rms_norm_eps and rope_theta must be positive", source);
   if (!(rope_scaling.factor > 0)) fail("{}: rope scaling factor must be positive", source);
+  if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
+    fail("{}: RoPE's {} rotated dimensions must be even and at most the head dimension {}", source, rotary_dim, head_dim);
+  }
+  if (rope_scaling.kind == RopeScaling::Kind::LongRope) {
+    const std::size_t pairs = rope_dims() / 2;
+    if (rope_scaling.short_factor.size() != pairs || rope_scaling.long_factor.size() != pairs) {
+      fail("{}: LongRoPE's short and long factors must have {} entries (one per rotated pair), got {} and {}", source,
+           pairs, rope_scaling.short_factor.size(), rope_scaling.long_factor.size());
+    }
+    const auto bad = [](float f) { return !(f > 0) || !std::isfinite(f); };
+    if (std::ranges::any_of(rope_scaling.short_factor, bad) || std::ranges::any_of(rope_scaling.long_factor, bad)) {
+      fail("{}: LongRoPE's factors must be positive", source);
+    }
+    if (!(rope_scaling.attention_factor > 0)) fail("{}: LongRoPE's attention factor must be positive", source);
+  }
   if (rope_local_theta && !(*rope_local_theta > 0)) fail("{}: the local RoPE base must be positive", source);
   if (!layer_windows.empty() && layer_windows.size() != static_cast<std::size_t>(n_layers)) {
     fail("{}: {} sliding windows for {} layers", source, layer_windows.size(), n_layers);
@@ -366,8 +453,11 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   } else if (arch == "gemma3") {
     c.arch = Arch::Gemma3;
     c.qk_norm = true;
+  } else if (arch == "phi3") {
+    c.arch = Arch::Phi3;
   } else {
-    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3)", gguf.path(), arch);
+    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)", gguf.path(),
+         arch);
   }
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   auto get_int = [&](const char* suffix) {
@@ -397,19 +487,24 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
   if (auto eos = gguf.get_uint_opt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(static_cast<int>(*eos));
   if (is_gemma(c.arch)) read_gguf_gemma(gguf, arch, c);
+  if (c.arch == Arch::Phi3) read_gguf_phi3(gguf, arch, c);
   c.validate(gguf.path());
   return c;
 }
 
-std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<float>* freq_factors) {
-  const int half = config.head_dim / 2;
+std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<float>* freq_factors, int context) {
+  const int dims = config.rope_dims(), half = dims / 2;
   std::vector<float> inv_freq(half);
   const auto& s = config.rope_scaling;
   for (int i = 0; i < half; ++i) {
     // Hugging Face rounds the base frequencies to fp32 before scaling them; so do we.
-    double freq = static_cast<float>(1.0 / std::pow(config.rope_theta, 2.0 * i / config.head_dim));
+    double freq = static_cast<float>(1.0 / std::pow(config.rope_theta, 2.0 * i / dims));
     if (freq_factors) {
       freq /= (*freq_factors)[i];
+    } else if (s.kind == RopeScaling::Kind::LongRope) {
+      // transformers: 1 / (factor * base^(2i/d)) in fp32
+      const auto& factors = context > s.original_max_position ? s.long_factor : s.short_factor;
+      freq = 1.0f / (factors[i] * static_cast<float>(std::pow(config.rope_theta, 2.0 * i / dims)));
     } else if (s.kind == RopeScaling::Kind::Linear) {
       freq /= s.factor;
     } else if (s.kind == RopeScaling::Kind::Llama3) {
@@ -428,6 +523,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<fl
     inv_freq[i] = static_cast<float>(freq);
   }
   return inv_freq;
+}
+
+double rope_attention_factor(const ModelConfig& config) {
+  return config.rope_scaling.kind == RopeScaling::Kind::LongRope ? config.rope_scaling.attention_factor : 1.0;
 }
 
 std::vector<float> rope_inv_freq_local(const ModelConfig& config) {

@@ -15,7 +15,7 @@ namespace rf {
 
 class GgufFile;
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
 
 // The gate's activation in the MLP: down(act(gate(x)) * up(x)).
 enum class MlpActivation {
@@ -25,11 +25,16 @@ enum class MlpActivation {
 
 
 struct RopeScaling {
-  enum class Kind { None, Linear, Llama3 } kind = Kind::None;
+  enum class Kind { None, Linear, Llama3, LongRope } kind = Kind::None;
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   double original_max_position = 8192.0;
+  // LongRoPE (Phi-3's "longrope", formerly "su"): the frequencies of the rotated pairs are divided by
+  // short_factor, or by long_factor for contexts longer than original_max_position, and cos and sin
+  // are multiplied by attention_factor (q and k's rotated dimensions grow by it).
+  std::vector<float> short_factor, long_factor;
+  double attention_factor = 1.0;
 };
 
 struct ModelConfig {
@@ -46,6 +51,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   RopeLayout rope_layout = RopeLayout::SplitHalves;
+  // RoPE rotates the first rotary_dim dimensions of each head (partial_rotary_factor * head_dim,
+  // Phi-4-mini's 0.75) and passes the rest through; 0 = all of them.
+  int rotary_dim = 0;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3, Gemma 3
@@ -73,6 +81,7 @@ struct ModelConfig {
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  int rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   int window(int layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
   // The smallest window of any layer; 0 when every layer sees the whole context.
   int smallest_window() const;
@@ -88,9 +97,16 @@ bool is_gemma(Arch arch);
 ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source);
 ModelConfig config_from_gguf(const GgufFile& gguf);
 
-// Inverse frequencies of each rotated pair (head_dim / 2 values), with the scaling applied.
+// Inverse frequencies of each rotated pair (rope_dims() / 2 values), with the scaling applied.
 // `freq_factors`, when given (GGUF's rope_freqs tensor), divides them instead of the scaling rule.
-std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<float>* freq_factors = nullptr);
+// LongRoPE picks its factors once from `context`, the longest sequence the backend serves, as
+// llama.cpp does: the long ones where it exceeds original_max_position (transformers instead picks
+// by each call's sequence length, which agrees for every sequence when the context is at most
+// original_max_position, or when every sequence is longer than it).
+std::vector<float> rope_inv_freq(const ModelConfig& config, const std::vector<float>* freq_factors = nullptr,
+                                 int context = 0);
+// What RoPE multiplies cos and sin by: LongRoPE's attention factor, else 1.
+double rope_attention_factor(const ModelConfig& config);
 // Those of the sliding-window layers: rope_local_theta's, unscaled (rope_inv_freq's without one).
 std::vector<float> rope_inv_freq_local(const ModelConfig& config);
 

@@ -19,7 +19,7 @@ TEST_P(HfReference, GreedyContinuationIsIdentical) { expect_greedy_continuation_
 
 TEST_P(HfReference, PerplexityWithinOneThousandth) { expect_perplexity_within(1e-3); }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfReference, testing::ValuesIn(every_backend_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfReference, all_cases(), case_name);
 
 }  // namespace
 }  // namespace rf::hf_reference

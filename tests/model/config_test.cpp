@@ -207,14 +207,22 @@ TEST(Config, ReadsTheLanguageModelOfAMultimodalGemma3) {
   for (int i = 0; i < 34; ++i) EXPECT_EQ(c.window(i), (i + 1) % 6 == 0 ? 0 : 1024) << "layer " << i;
 }
 
+// A model fixture's config as its folder's config.json and as its model.gguf give it.
+struct HfAndGguf {
+  ModelConfig hf, gg;
+};
+
+HfAndGguf fixture_configs(const std::string& model) {
+  const std::string folder = std::string(ROCMFORGE_FIXTURES) + "/models/" + model;
+  std::ifstream in(folder + "/config.json");
+  return {config_from_hf(json::parse(in), "config.json"), config_from_gguf(GgufFile(folder + "/model.gguf"))};
+}
+
 // The fixtures' GGUFs, written by llama.cpp's converter, describe the model their folders do.
 TEST(Config, GemmaGgufsMatchTheirHuggingFaceConfigs) {
   for (const char* model : {"gemma2", "gemma3"}) {
     SCOPED_TRACE(model);
-    const std::string folder = std::string(ROCMFORGE_FIXTURES) + "/models/" + model;
-    std::ifstream in(folder + "/config.json");
-    const auto hf = config_from_hf(json::parse(in), "config.json");
-    const auto gg = config_from_gguf(GgufFile(folder + "/model.gguf"));
+    const auto [hf, gg] = fixture_configs(model);
     EXPECT_EQ(gg.arch, hf.arch);
     EXPECT_EQ(gg.layer_windows, hf.layer_windows);
     EXPECT_FALSE(hf.layer_windows.empty());
@@ -284,6 +292,91 @@ TEST(Config, Llama3ScalingFollowsTheBands) {
   }
 }
 
+// Phi-3.5-mini-instruct's config.json (its 48 short and long factors shortened to their shape here:
+// the first and last of each, the rest 1 and 2), and Phi-4-mini-instruct's differences.
+json phi35_mini() {
+  json j = json::parse(R"({
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_act": "silu", "hidden_size": 3072,
+    "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+    "vocab_size": 32064, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": false,
+    "bos_token_id": 1, "eos_token_id": 32000, "pad_token_id": 32000, "torch_dtype": "bfloat16"})");
+  std::vector<double> short_factor(48, 1.0), long_factor(48, 2.0);
+  short_factor.front() = 1.0, short_factor.back() = 2.7, long_factor.front() = 1.08, long_factor.back() = 64.0;
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}};
+  return j;
+}
+
+json phi4_mini() {
+  json j = phi35_mini();
+  j.update(json::parse(R"({"hidden_size": 3072, "num_attention_heads": 24, "num_key_value_heads": 8,
+    "vocab_size": 200064, "partial_rotary_factor": 0.75, "tie_word_embeddings": true, "sliding_window": 262144})"));
+  return j;
+}
+
+TEST(Config, ReadsPhi3LongRope) {
+  const auto c = config_from_hf(phi35_mini(), "config.json");
+  EXPECT_EQ(c.arch, Arch::Phi3);
+  EXPECT_EQ(c.head_dim, 96);
+  EXPECT_EQ(c.rope_dims(), 96);
+  EXPECT_EQ(c.rope_scaling.kind, RopeScaling::Kind::LongRope);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.original_max_position, 4096);
+  // transformers: sqrt(1 + ln(131072 / 4096) / ln(4096))
+  EXPECT_DOUBLE_EQ(c.rope_scaling.attention_factor, std::sqrt(1 + std::log(32.0) / std::log(4096.0)));
+  EXPECT_DOUBLE_EQ(rope_attention_factor(c), c.rope_scaling.attention_factor);
+  EXPECT_EQ(c.window(0), 262144);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  // llama.cpp's rule: the short factors up to the original context, the long ones beyond it
+  const auto base = [&](int i) { return static_cast<float>(1.0 / std::pow(10000.0, 2.0 * i / 96)); };
+  for (const int context : {4096, 4097}) {
+    const auto inv = rope_inv_freq(c, nullptr, context);
+    const auto& factors = context > 4096 ? c.rope_scaling.long_factor : c.rope_scaling.short_factor;
+    ASSERT_EQ(inv.size(), 48u);
+    for (int i : {0, 47}) EXPECT_FLOAT_EQ(inv[i], base(i) / factors[i]) << "context " << context << " pair " << i;
+  }
+  json su = phi35_mini();
+  su["rope_scaling"]["type"] = "su";  // the name of the first Phi-3 128k checkpoints
+  EXPECT_EQ(config_from_hf(su, "config.json").rope_scaling.kind, RopeScaling::Kind::LongRope);
+}
+
+TEST(Config, ReadsPhi4MiniPartialRotary) {
+  const auto c = config_from_hf(phi4_mini(), "config.json");
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rope_dims(), 96);  // int(128 * 0.75)
+  EXPECT_TRUE(c.tie_word_embeddings);
+  const auto inv = rope_inv_freq(c, nullptr, 4096);
+  ASSERT_EQ(inv.size(), 48u);
+  // the exponent runs over the rotated dimensions: base^(-2i/96)
+  EXPECT_FLOAT_EQ(inv[1], static_cast<float>(1.0 / std::pow(10000.0, 2.0 / 96)));
+  // transformers 5 keeps partial_rotary_factor in rope_parameters
+  json j = phi4_mini();
+  j.erase("partial_rotary_factor");
+  j["rope_parameters"] = j["rope_scaling"];
+  j["rope_parameters"]["partial_rotary_factor"] = 0.75;
+  j["rope_parameters"]["rope_theta"] = 10000.0;
+  j.erase("rope_scaling");
+  j.erase("rope_theta");
+  EXPECT_EQ(config_from_hf(j, "config.json").rope_dims(), 96);
+}
+
+// The fixtures' GGUFs, written by llama.cpp's converter (fused tensors, rope_factors_long/short).
+TEST(Config, PhiGgufsMatchTheirHuggingFaceConfigs) {
+  for (const char* model : {"phi3", "phi3_short"}) {
+    SCOPED_TRACE(model);
+    const auto [hf, gg] = fixture_configs(model);
+    EXPECT_EQ(gg.arch, Arch::Phi3);
+    EXPECT_EQ(gg.rope_layout, RopeLayout::SplitHalves);  // llama.cpp's NeoX mode for phi3, rows unpermuted
+    EXPECT_EQ(gg.layer_windows, hf.layer_windows);
+    EXPECT_EQ(gg.rope_scaling.kind, RopeScaling::Kind::LongRope);
+    EXPECT_EQ(gg.rope_scaling.short_factor, hf.rope_scaling.short_factor);
+    EXPECT_EQ(gg.rope_scaling.long_factor, hf.rope_scaling.long_factor);
+    EXPECT_DOUBLE_EQ(gg.rope_scaling.original_max_position, hf.rope_scaling.original_max_position);
+    // the converter stores the attention factor as f32
+    EXPECT_NEAR(gg.rope_scaling.attention_factor, hf.rope_scaling.attention_factor, 1e-7);
+    for (const int context : {16, 17, 512, 513}) EXPECT_EQ(rope_inv_freq(gg, nullptr, context), rope_inv_freq(hf, nullptr, context));
+  }
+}
+
 TEST(Config, RejectsBadConfigsNamingTheProblem) {
   auto expect_error = [](json j, const std::string& needle) {
     try {
@@ -294,7 +387,19 @@ TEST(Config, RejectsBadConfigsNamingTheProblem) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  json j = llama31_legacy();
+  json j = phi35_mini();
+  j["rope_scaling"]["long_factor"] = std::vector<double>(47, 1.0);
+  expect_error(j, "48 entries");
+  j = phi4_mini();  // 96 rotated dimensions: 48 pairs, not 64
+  j["rope_scaling"]["short_factor"] = std::vector<double>(64, 1.0);
+  expect_error(j, "48 entries");
+  j = phi35_mini();
+  j["rope_scaling"].erase("short_factor");
+  expect_error(j, "short_factor");
+  j = phi35_mini();
+  j["partial_rotary_factor"] = 1.5;
+  expect_error(j, "partial_rotary_factor");
+  j = llama31_legacy();
   j["model_type"] = "gpt2";
   expect_error(j, "gpt2");
   j = llama31_legacy();

@@ -17,14 +17,16 @@ void add_rms_norm(float* x, const float* residual, const float* weight, std::siz
   rms_norm(x, weight, n, eps, out);
 }
 
-void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeLayout layout) {
-  const int half = head_dim / 2;
-  // The pair (a, b) of dimension i: split halves pair i with i + d/2, interleaved 2i with 2i + 1.
+void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeLayout layout, int rotary_dim,
+          float scale) {
+  const int half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
+  // The pair (a, b) of dimension i: split halves pair i with i + d/2, interleaved 2i with 2i + 1 (d: the
+  // rotated dimensions).
   const int stride = layout == RopeLayout::SplitHalves ? 1 : 2;
   const int partner = layout == RopeLayout::SplitHalves ? half : 1;
   for (int i = 0; i < half; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
+    const float c = std::cos(angle) * scale, s = std::sin(angle) * scale;
     for (int h = 0; h < n_heads; ++h) {
       float* a = x + h * head_dim + i * stride;
       float* b = a + partner;

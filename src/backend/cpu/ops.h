@@ -14,8 +14,11 @@ void rms_norm(const float* x, const float* weight, std::size_t n, double eps, fl
 void add_rms_norm(float* x, const float* residual, const float* weight, std::size_t n, double eps, float* out);
 
 // Rotates each of n_heads heads of `x` (head_dim wide, contiguous) for position `pos`.
-// inv_freq has head_dim / 2 entries; angles are computed in fp32 as Hugging Face does.
-void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeLayout layout);
+// inv_freq has rotary_dim / 2 entries; angles are computed in fp32 as Hugging Face does. Only the first
+// rotary_dim dimensions of each head turn (0: all head_dim), the rest pass unchanged; cos and sin are
+// multiplied by `scale` (LongRoPE's attention factor), as transformers does.
+void rope(float* x, int n_heads, int head_dim, int pos, const float* inv_freq, RopeLayout layout, int rotary_dim = 0,
+          float scale = 1.0f);
 
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, std::size_t n, float* out);

@@ -29,10 +29,12 @@ void add_bias(std::vector<float>& rows, const std::optional<Vector>& bias, std::
 }  // namespace
 
 CpuForward::CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size,
-                           int kv_blocks)
+                       int kv_blocks, int max_context)
     : config_(config), weights_(weights), pool_(pool), cache_(config.n_layers, config.kv_dim(), block_size, kv_blocks),
-      inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr)),
-      inv_freq_local_(config.rope_local_theta ? rope_inv_freq_local(config) : inv_freq_) {}
+      inv_freq_(rope_inv_freq(config, weights.rope_freq_factors ? &*weights.rope_freq_factors : nullptr,
+                              max_context > 0 ? max_context : block_size * kv_blocks)),
+      inv_freq_local_(config.rope_local_theta ? rope_inv_freq_local(config) : inv_freq_),
+      rope_scale_(static_cast<float>(rope_attention_factor(config))) {}
 
 std::string CpuForward::device_name() const { return fmt::format("cpu ({} threads)", pool_.size()); }
 
@@ -104,8 +106,8 @@ void CpuForward::attention_block(const Batch& batch, int l) {
       for (int h = 0; h < c.n_heads; ++h) rms_norm(q + h * c.head_dim, w.q_norm->data(), c.head_dim, c.rms_norm_eps, q + h * c.head_dim);
       for (int h = 0; h < c.n_kv_heads; ++h) rms_norm(k + h * c.head_dim, w.k_norm->data(), c.head_dim, c.rms_norm_eps, k + h * c.head_dim);
     }
-    rope(q, c.n_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout);
-    rope(k, c.n_kv_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout);
+    rope(q, c.n_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout, c.rope_dims(), rope_scale_);
+    rope(k, c.n_kv_heads, c.head_dim, batch.positions[t], inv_freq, c.rope_layout, c.rope_dims(), rope_scale_);
     const std::size_t slot = cache_slot(batch.block_tables[batch.sequence[t]], batch.positions[t], cache_.block_size());
     std::copy_n(k, c.kv_dim(), cache_.key(l, slot));
     std::copy_n(&v_[t * c.kv_dim()], c.kv_dim(), cache_.value(l, slot));

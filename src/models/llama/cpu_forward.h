@@ -1,5 +1,5 @@
 #pragma once
-// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3) on the CPU: one forward
+// The Llama-family decoder (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3, Phi-3/4-mini) on the CPU: one forward
 // step over a Batch, reading and appending the paged KV cache, returning logits for the requested
 // rows. Sliding-window layers attend to the window's keys only.
 #include <vector>
@@ -19,7 +19,9 @@ namespace rf::llama {
 class CpuForward : public ForwardPass {
  public:
   // The weights and the pool must outlive this object; the cache holds kv_blocks blocks of block_size positions.
-  CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks);
+  // max_context, the longest sequence served (0: the cache's positions), picks LongRoPE's factors.
+  CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks,
+             int max_context = 0);
 
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int kv_blocks() const override { return cache_.n_blocks(); }
@@ -42,6 +44,7 @@ class CpuForward : public ForwardPass {
   cpu::KvCache cache_;
   std::vector<float> inv_freq_;
   std::vector<float> inv_freq_local_;  // the sliding-window layers' (Gemma 3's own base), else inv_freq_
+  float rope_scale_;                   // what RoPE multiplies cos and sin by (LongRoPE's attention factor)
   // Activations of the current batch, [tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
 };

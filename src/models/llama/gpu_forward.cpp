@@ -79,6 +79,9 @@ std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
   return quantized_activations_bytes(shape.tokens, shape.cols);
 }
 
+// The longest sequence the backend serves.
+int served_context(const GpuForwardOptions& o) { return o.max_context > 0 ? o.max_context : o.kv_blocks * o.block_size; }
+
 // Whether two matrices of one input can go to one GEMV launch (GGUF mixes types within a layer).
 bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype == b.dtype && a.cols == b.cols; }
 
@@ -88,6 +91,11 @@ std::optional<std::string> gpu_unsupported(const ModelConfig& c) {
   if (!supported_head_dim(c.head_dim)) {
     return fmt::format("the GPU attention kernels do not take this model's head dim of {} yet", c.head_dim);
   }
+  if (c.rope_dims() != c.head_dim) {
+    return fmt::format("this model rotates {} of each head's {} dimensions (partial rotary), which the GPU backend "
+                       "does not implement yet",
+                       c.rope_dims(), c.head_dim);
+  }
   return std::nullopt;
 }
 
@@ -96,7 +104,7 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
       options_(options),
       device_name_(describe_device(options.device)),
       ctx_(options.device),
-      weights_(config, weights),
+      weights_(config, weights, served_context(options)),
       kv_cache_(kv_cache_elements(config, options)),
       activation_storage_(layout(config, options.max_batch_tokens, nullptr, nullptr)),
       input_storage_(layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr)),
@@ -453,7 +461,7 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
       launch_rope_kv_append(a.q, a.k, a.v, inputs_.positions, inputs_.slots, n, heads, inv_freq, c.rope_layout, cache, ctx);
       break;
   }
-  const auto scale = static_cast<float>(c.attention_scale());
+  const auto scale = static_cast<float>(c.attention_scale()) * weights_.rope_scale_squared;
   launch_attention_planned(step.attention, a.q, cache, attention_batch(shape, layer), heads, scale, a.attn,
                            attention_workspace_.data(), ctx, fused_rope, p.o_in.half,
                            p.attention_rounds ? p.o_in.rounded : QuantizedActivations{});

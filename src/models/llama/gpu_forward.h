@@ -37,6 +37,8 @@ struct GpuForwardOptions {
   int device = 0;  // the runtime's index of the GPU to run on
   int block_size = 16;
   int kv_blocks = 0;
+  // The longest sequence the engine runs; 0: the whole KV cache. LongRoPE picks its factors by it.
+  int max_context = 0;
   int max_batch_tokens = 512;
   bool graphs = true;  // false: decode steps launch eagerly too (tests compare the two)
   // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
@@ -44,7 +46,8 @@ struct GpuForwardOptions {
   bool batch_invariant = false;
 };
 
-// Why the GPU decoder cannot run this model (its attention kernels lack its head dim), or nothing.
+// Why the GPU decoder cannot run this model (its attention kernels lack its head dim, or it rotates
+// part of each head: Phi-4-mini's partial rotary), or nothing.
 std::optional<std::string> gpu_unsupported(const ModelConfig& config);
 
 class GpuForward : public ForwardPass {

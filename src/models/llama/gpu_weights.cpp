@@ -9,12 +9,13 @@ namespace rf::llama {
 // The GPU backend's kernels and runtime.
 using namespace rf::gpu;
 
-GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host)
+GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context)
     : token_embedding(upload(host.token_embedding)),
       output_norm(upload(host.output_norm)),
       output(host.output.data == host.token_embedding.data ? token_embedding : upload(host.output)),
-      inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr))),
-      inv_freq_local(config.rope_local_theta ? upload(rf::rope_inv_freq_local(config)) : inv_freq) {
+      inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr, context))),
+      inv_freq_local(config.rope_local_theta ? upload(rf::rope_inv_freq_local(config)) : inv_freq),
+      rope_scale_squared(static_cast<float>(rf::rope_attention_factor(config) * rf::rope_attention_factor(config))) {
   for (const LayerWeights& l : host.layers) {
     GpuLayer& d = layers.emplace_back();
     d.attn_norm = upload(l.attn_norm);

@@ -39,7 +39,8 @@ class GpuWeights {
   std::vector<gpu::DeviceBuffer<float>> vectors_;
 
  public:
-  GpuWeights(const ModelConfig& config, const LlamaWeights& host);
+  // `context`, the longest sequence served, picks LongRoPE's factors (rope_inv_freq).
+  GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context);
 
   WeightMatrix token_embedding;
   std::vector<GpuLayer> layers;
@@ -49,6 +50,9 @@ class GpuWeights {
   // The sliding-window layers' (rope_inv_freq_local: Gemma 3's local base); inv_freq where the model
   // has no base of their own.
   const float* inv_freq_local;
+  // LongRoPE's attention factor f multiplies cos and sin, so every score by f^2 (the GPU rotates the
+  // whole head): attention's scale carries it, the kernels rotate as without it.
+  float rope_scale_squared;
 
  private:
   WeightMatrix upload(const WeightMatrix& host);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -177,6 +178,65 @@ class Reader {
   HfPlace place_;
 };
 
+// Phi-3 stacks q, k and v in one matrix (qkv_proj; GGUF attn_qkv) and the MLP's gate and up in
+// another (gate_up_proj; GGUF ffn_up, twice as tall, with no ffn_gate). Their rows are split into
+// Llama's tensors as views of byte ranges: a row is whole blocks in every stored type, quantized
+// ones included, so each part is a valid matrix of the same type. The other tensors are kept.
+class FusedSplitter {
+ public:
+  FusedSplitter(const TensorSet& tensors, const ModelConfig& c) : in_(tensors), out_(tensors.source()), c_(c) {}
+
+  TensorSet split(Naming naming, const HfPlace& place) {
+    const std::uint64_t q = c_.q_dim(), kv = c_.kv_dim(), ffn = c_.intermediate_size;
+    for (int i = 0; i < c_.n_layers; ++i) {
+      const LayerNames n = layer_names(naming, i);
+      const std::string p = naming == Naming::HuggingFace ? fmt::format("{}layers.{}.", place.model, i)
+                                                          : fmt::format("blk.{}.", i);
+      const auto hf = [&](const std::string& name) { return name.substr(0, 6) == "model." ? place.model + name.substr(6) : name; };
+      if (naming == Naming::HuggingFace) {
+        split_rows(p + "self_attn.qkv_proj.weight", {{hf(n.q), q}, {hf(n.k), kv}, {hf(n.v), kv}});
+        split_rows(p + "mlp.gate_up_proj.weight", {{hf(n.gate), ffn}, {hf(n.up), ffn}});
+      } else {
+        if (in_.find(p + "attn_qkv.weight")) split_rows(p + "attn_qkv.weight", {{n.q, q}, {n.k, kv}, {n.v, kv}});
+        if (!in_.find(n.gate)) split_rows(n.up, {{n.gate, ffn}, {n.up, ffn}});
+      }
+    }
+    for (const TensorView& t : in_) {
+      if (!fused_.contains(t.name)) out_.add(t);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  struct Part {
+    std::string name;
+    std::uint64_t rows;
+  };
+
+  void split_rows(const std::string& name, std::initializer_list<Part> parts) {
+    const TensorView* t = in_.find(name);
+    if (!t) fail("{}: tensor {} is missing", in_.source(), name);
+    std::uint64_t rows = 0;
+    for (const Part& part : parts) rows += part.rows;
+    if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != static_cast<std::uint64_t>(c_.hidden_size)) {
+      fail("{}: tensor {} has shape {}, expected [{}, {}] from the model's config", in_.source(), name,
+           t->shape_string(), rows, c_.hidden_size);
+    }
+    const auto* data = static_cast<const std::uint8_t*>(t->data);
+    for (const Part& part : parts) {
+      const std::uint64_t shape[] = {part.rows, t->shape[1]};
+      out_.add(make_tensor_view(in_.source(), part.name, t->dtype, shape, part.rows * t->row_bytes(), data));
+      data += part.rows * t->row_bytes();
+    }
+    fused_.insert(name);
+  }
+
+  const TensorSet& in_;
+  TensorSet out_;
+  const ModelConfig& c_;
+  std::set<std::string> fused_;
+};
+
 // Calls fn on every distinct 2-D weight (the tied output once).
 template <typename Fn>
 void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
@@ -187,14 +247,17 @@ void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
 
 }  // namespace
 
-LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, Naming naming) {
-  const Reader reader(tensors, naming == Naming::HuggingFace ? hf_place(tensors) : HfPlace{});
+LlamaWeights read_weights(const TensorSet& stored, const ModelConfig& config, Naming naming) {
+  const HfPlace place = naming == Naming::HuggingFace ? hf_place(stored) : HfPlace{};
+  const TensorSet split = config.arch == Arch::Phi3 ? FusedSplitter(stored, config).split(naming, place) : TensorSet();
+  const TensorSet& tensors = config.arch == Arch::Phi3 ? split : stored;
+  const Reader reader(tensors, place);
   LlamaWeights w;
   w.layers.resize(config.n_layers);
   for_each_tensor(w, config, naming, reader);
   if (naming == Naming::HuggingFace && is_gemma(config.arch)) add_one_to_norms(w);
   if (config.tie_word_embeddings) w.output = w.token_embedding;
-  if (naming == Naming::Gguf) w.rope_freq_factors = reader.optional_vector(kRopeFreqs, config.head_dim / 2);
+  if (naming == Naming::Gguf) w.rope_freq_factors = reader.optional_vector(kRopeFreqs, config.rope_dims() / 2);
   return w;
 }
 

@@ -5,6 +5,7 @@
 #include "backend/gpu/runtime/devices.h"
 #include "engine/backend_select.h"
 #include "engine/hf_reference.h"
+#include "util/error.h"
 
 namespace rf::hf_reference {
 namespace {
@@ -64,6 +65,31 @@ TEST_P(HfReferenceGpu, GreedyContinuationIsIdentical) {
 TEST_P(HfReferenceGpu, PerplexityWithinTolerance) { expect_perplexity_within(logits_tolerance()); }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfReferenceGpu, testing::ValuesIn(every_backend_cases()), case_name);
+
+// What the GPU decoder does not run yet (partial rotary) it refuses, pointing at the CPU backend,
+// rather than computing something else.
+class HfReferenceGpuRefuses : public HfReferenceTest {};
+
+TEST_P(HfReferenceGpuRefuses, PointsAtTheCpuBackend) {
+  static const gpu::DeviceScan scan = gpu::scan_devices();
+  if (scan.devices.empty()) GTEST_SKIP() << scan.why_none;
+  try {
+    load(built_backends().back());
+    FAIL() << "the GPU backend loaded a model it does not run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
+  }
+}
+
+// Left to choose (--device auto), such a model runs on the CPU.
+TEST_P(HfReferenceGpuRefuses, AutoRunsThemOnTheCpu) {
+  static const gpu::DeviceScan scan = gpu::scan_devices();
+  if (scan.devices.empty()) GTEST_SKIP() << scan.why_none;
+  load("auto");
+  EXPECT_EQ(runner_->backend().device_name().rfind("cpu", 0), 0u) << runner_->backend().device_name();
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuOnlyFixtures, HfReferenceGpuRefuses, testing::ValuesIn(cpu_only_cases()), case_name);
 
 }  // namespace
 }  // namespace rf::hf_reference
