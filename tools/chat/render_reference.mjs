@@ -36,6 +36,7 @@ const templates = [
   { path: "tests/fixtures/chat/mistral_nemo.jinja", bos: "<s>", eos: "</s>", cases: [...generic, ...toolCalls] },
   { path: "tests/fixtures/chat/gemma.jinja", bos: "<bos>", eos: "<eos>", cases: [...generic, "content_parts"] },
   { path: "tests/fixtures/chat/google-gemma-2-2b-it.jinja", bos: "<bos>", eos: "<eos>", cases: generic },
+  { path: "tests/fixtures/chat/google-gemma-3-it.jinja", bos: "<bos>", eos: "<eos>", cases: [...generic, "content_parts"] },
   { path: "tests/fixtures/chat/microsoft-Phi-3.5-mini-instruct.jinja", bos: "<s>", eos: "<|endoftext|>", cases: generic },
   ...["tests/fixtures/models/llama3", "tests/fixtures/models/mistral", "tests/fixtures/models/qwen2",
     "tests/fixtures/models/qwen3", "models/kjv-llama"].map((folder) => ({ path: `${folder}/tokenizer_config.json`, cases: generic })),
