@@ -104,13 +104,20 @@ struct ImageStream {
         return sse_event("preview", preview);
       }
       case ImageEvent::Kind::complete:
-        ended = true;
+        end();
         return sse_event("complete", {{"type", "complete"}, {"image", base64_encode(e.png(0))}, {"format", "png"}});
       case ImageEvent::Kind::failed:
-        ended = true;
+        end();
         return sse_event("error", {{"type", "error"}, {"message", e.message}});
     }
     return {};
+  }
+
+  // The job is gone from the registry before its last event leaves, so that a client that has read
+  // it finds no job to cancel.
+  void end() {
+    ended = true;
+    context.image_jobs.remove(job->id);
   }
 };
 

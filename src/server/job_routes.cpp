@@ -35,9 +35,11 @@ class JobFormatter : public EventFormatter {
         if (e.token < 0 && e.text.empty()) return {};
         return sse_frame({{"type", "token"}, {"t", e.text}, {"i", index_++}});
       case StreamEvent::Kind::Finished:
+        registry_.remove(job_->id);  // before the last event leaves: a client that read it finds no job
         return sse_frame({{"type", "end"}, {"tokens_out", e.usage.completion_tokens}, {"tokens_in", e.usage.prompt_tokens},
                           {"stop_reason", e.finish == FinishReason::Stop ? "stop" : "max_tokens"}});
       case StreamEvent::Kind::Failed:
+        registry_.remove(job_->id);
         return sse_frame({{"type", "error"}, {"code", job_->channel->cancelled() ? "CANCELLED" : "INFERENCE_FAILED"},
                           {"message", e.text}});
     }
