@@ -41,35 +41,26 @@ __device__ float block_sum(float v) { return group_reduce<kBlockThreads, kBlockT
 template <int kBlockThreads>
 __device__ float block_max(float v) { return group_reduce<kBlockThreads, kBlockThreads>(v, MaxOp{}); }
 
-// Adds each warp's kValues per lane into the first warp of its group (kGroupWarps consecutive warps),
-// pairwise in a fixed tree (member m adds member m + half's, for halves kGroupWarps / 2, ..., 1), so
-// that the sums never depend on timing: the warps' partial sums of a split product (the decode
-// batches' tensor-core GEMMs). `partial` is shared memory of kWarps / 2 * kValues * kLanes floats;
-// every thread of the block must call this.
-template <int kWarps, int kGroupWarps, int kLanes, int kValues>
-__device__ void sum_warp_groups_in_tree(float* values, float* partial) {
-  static_assert(kWarps % kGroupWarps == 0, "whole groups");
+// Adds each warp's kValues per lane into warp 0's, pairwise in a fixed tree (warp w adds warp w +
+// half's, for halves kWarps / 2, ..., 1), so that the sums never depend on timing: the warps' partial
+// sums of a split product (the decode batches' tensor-core GEMMs). `partial` is shared memory of
+// kWarps / 2 * kValues * kLanes floats; every thread of the block must call this.
+template <int kWarps, int kLanes, int kValues>
+__device__ void sum_warps_in_tree(float* values, float* partial) {
   const int lane = static_cast<int>(threadIdx.x) % kLanes, warp = static_cast<int>(threadIdx.x) / kLanes;
-  const int member = warp % kGroupWarps, slots = warp / kGroupWarps * (kGroupWarps / 2);
 #pragma unroll
-  for (int half = kGroupWarps / 2; half >= 1; half /= 2) {
-    if (member >= half && member < 2 * half) {
+  for (int half = kWarps / 2; half >= 1; half /= 2) {
+    if (warp >= half && warp < 2 * half) {
 #pragma unroll
-      for (int v = 0; v < kValues; ++v) partial[((slots + member - half) * kValues + v) * kLanes + lane] = values[v];
+      for (int v = 0; v < kValues; ++v) partial[((warp - half) * kValues + v) * kLanes + lane] = values[v];
     }
     __syncthreads();
-    if (member < half) {
+    if (warp < half) {
 #pragma unroll
-      for (int v = 0; v < kValues; ++v) values[v] += partial[((slots + member) * kValues + v) * kLanes + lane];
+      for (int v = 0; v < kValues; ++v) values[v] += partial[(warp * kValues + v) * kLanes + lane];
     }
     __syncthreads();
   }
-}
-
-// The same over all the block's warps, into warp 0's.
-template <int kWarps, int kLanes, int kValues>
-__device__ void sum_warps_in_tree(float* values, float* partial) {
-  sum_warp_groups_in_tree<kWarps, kWarps, kLanes, kValues>(values, partial);
 }
 
 }  // namespace rf::gpu

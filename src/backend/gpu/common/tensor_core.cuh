@@ -34,12 +34,6 @@ __device__ __forceinline__ void copy_async(void* dst, const void* src, bool vali
                "r"(valid ? 16 : 0)
                : "memory");
 }
-// 4 bytes global -> shared, the same way (through L1: cp.async takes 4-byte copies only there).
-__device__ __forceinline__ void copy_async_word(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-}
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

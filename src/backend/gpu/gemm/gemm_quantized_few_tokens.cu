@@ -5,14 +5,11 @@
 // fragments, and each unit's int32 products scaled into fp32 sums. Without it a decode batch decoded
 // every weight to f16 for cuBLAS, step after step (docs/perf_history.md, issue #25).
 //
-// A block takes kRowTiles tiles of 16 rows and all the tokens; its 8 warps split into a group per row
-// tile, whose warps take the row's units in runs. x's codes, scales and sums go through shared memory
-// a chunk of units at a time, by cp.async, the next chunk's copies in flight while this chunk's are
-// used; the weights load a warp's run of up to kAhead units at a time, each run's loads in flight while
-// the run before it is multiplied (reading x from L2 for every use made the kernel latency-bound:
-// docs/perf_history.md, issue #25).
-// Lane t of a row's 4 lanes holds its row's whole unit (one load of the decoder's), and gives the mma
-// the 4 columns 4t.. of each 16-column half. A group's sums meet in shared memory in a fixed order.
+// A block takes 16 rows and all the tokens; its 8 warps take the row's units in turns of kAhead
+// consecutive units, loading all of a turn's codes before using any. Lane t of a row's 4 lanes holds
+// its row's whole unit (one load of the decoder's), and gives the mma the 4 columns 4t.. of each
+// 16-column half; x's codes come from L2 the same way. The warps' sums meet in shared memory in a
+// fixed order.
 #include "backend/gpu/common/dependent_launch.cuh"
 #include "backend/gpu/common/reduce.cuh"
 #include "backend/gpu/common/tensor_core.cuh"
@@ -31,145 +28,83 @@ constexpr int kThreads = kWarps * kLanes;
 constexpr int kTileRows = kMmaRows, kTileTokens = kMmaCols;
 constexpr int kAhead = 4;  // units a warp loads before it uses any
 
-// A chunk of x in shared memory: kUnits units of each of kTokens tokens (about 20 KiB whatever the
-// token count). A token's 32 codes are two 16-byte halves, swapped for tokens 4..7 of every 8, so that
-// the 8 tokens an mma reads at once fall in distinct banks.
-template <int kTokenTiles>
-struct XChunk {
-  static constexpr int kTokens = kTokenTiles * kTileTokens, kUnits = 64 / kTokenTiles;
-  alignas(16) std::int8_t codes[kUnits][kTokens][kRoundedBlockCols];
-  float scales[kUnits][kTokens];
-  std::int32_t sums[kUnits][kTokens];
-
-  __device__ static int half_at(int token, int half) { return half ^ ((token >> 2) & 1); }
-
-  // Copies units [first, first + kUnits) of x (zeros past row_units; tokens past n_tokens repeat the last).
-  template <bool kSums>
-  __device__ void load(const QuantizedActivations& x, int first, int row_units, int cols, int n_tokens) {
-    for (int i = threadIdx.x; i < kUnits * kTokens * 2; i += kThreads) {
-      const int u = i / (2 * kTokens), token = i / 2 % kTokens, half = i % 2, unit = first + u;
-      const bool valid = unit < row_units;
-      const std::int8_t* src = x.codes + static_cast<std::size_t>(min(token, n_tokens - 1)) * cols +
-                               static_cast<std::size_t>(valid ? unit : 0) * kRoundedBlockCols + 16 * half;
-      copy_async(&codes[u][token][16 * half_at(token, half)], src, valid);
-    }
-    for (int i = threadIdx.x; i < kUnits * kTokens; i += kThreads) {
-      const int u = i / kTokens, token = i % kTokens, unit = first + u;
-      const bool valid = unit < row_units;
-      const std::size_t at = static_cast<std::size_t>(min(token, n_tokens - 1)) * row_units + (valid ? unit : 0);
-      copy_async_word(&scales[u][token], x.scales + at, valid);
-      if constexpr (kSums) copy_async_word(&sums[u][token], x.code_sums + at, valid);
-    }
-    commit_copies();
-  }
-};
-
-template <class D, int kTokenTiles, int kRowTiles>
+template <class D, int kTokenTiles>
 __global__ void __launch_bounds__(kThreads)
     quantized_few_tokens_kernel(const std::uint8_t* w, std::size_t row_bytes, int rows, int cols, QuantizedActivations x,
                                 int n_tokens, float* out) {
 #if __CUDA_ARCH__ >= 800
-  using Chunk = XChunk<kTokenTiles>;
   constexpr int kValues = kTokenTiles * 4;
-  constexpr int kGroupWarps = kWarps / kRowTiles;  // warps of a row tile
-  constexpr int kRun = Chunk::kUnits / kGroupWarps;  // a warp's units of a chunk
-  static_assert(kRun >= 1 && Chunk::kUnits % kGroupWarps == 0, "every warp takes units of every chunk");
-  static_assert(sizeof(float) * kWarps / 2 * kValues * kLanes <= 2 * sizeof(Chunk), "the sums fit the chunks' memory");
-  __shared__ Chunk chunks[2];
+  __shared__ float partial[kWarps / 2][kValues][kLanes];
   const int lane = threadIdx.x % kLanes, warp = threadIdx.x / kLanes;
-  const int g = lane / 4, t = lane % 4, member = warp % kGroupWarps;
+  const int g = lane / 4, t = lane % 4;
   const int row_units = cols / kRoundedBlockCols;
-  const int first_row = (blockIdx.x * kRowTiles + warp / kGroupWarps) * kTileRows;
+  const int first_row = blockIdx.x * kTileRows;
   // This lane's rows g and g + 8 (A's rows, C's rows); a last block's rows past the end are read, never
   // written.
   const std::uint8_t* row[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) row[r] = w + static_cast<std::size_t>(min(first_row + g + 8 * r, rows - 1)) * row_bytes;
+  // Token tile n: B's column g is token 8n + g; C's columns 2t and 2t + 1 are tokens 8n + 2t + j.
+  int b_token[kTokenTiles], c_token[kTokenTiles][2];
+#pragma unroll
+  for (int n = 0; n < kTokenTiles; ++n) {
+    b_token[n] = min(kTileTokens * n + g, n_tokens - 1);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) c_token[n][j] = min(kTileTokens * n + 2 * t + j, n_tokens - 1);
+  }
   float acc[kTokenTiles][4] = {};
-
-  // A run: kLoad of this warp's units, whose codes load together. A run's codes are in flight while
-  // the run before it is multiplied.
-  constexpr int kLoad = kRun < kAhead ? kRun : kAhead;
-  constexpr int kRunsPerChunk = kRun / kLoad;
-  using RunCodes = typename D::Codes[kLoad][2];
-  auto first_unit = [&](int chunk, int run) { return chunk * Chunk::kUnits + member * kRun + run * kLoad; };
-  auto load_codes = [&](int first, RunCodes& codes) {
+  bool waited = false;
+  for (int base = warp * kAhead; base < row_units; base += kWarps * kAhead) {
+    typename D::Codes codes[kAhead][2];
 #pragma unroll
-    for (int a = 0; a < kLoad; ++a) {
-      if (first + a < row_units) {
+    for (int a = 0; a < kAhead; ++a) {
+      if (base + a < row_units) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) D::load_codes(row[r], row_units, first + a, codes[a][r]);
+        for (int r = 0; r < 2; ++r) D::load_codes(row[r], row_units, base + a, codes[a][r]);
       }
     }
-  };
-  // A unit of the row (its codes, both rows) against x's copy of it (chunk unit u).
-  auto multiply = [&](const Chunk& chunk, int u, const typename D::Codes (&unit)[2]) {
-    int a_frag[2][2];  // [half][row g, g + 8]
-    float scale[2][2], offset[2];
+    if (!waited) begin_dependent(), waited = true;  // x is the kernel before's output
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int a = 0; a < kAhead; ++a) {
+      const int unit = base + a;
+      if (unit >= row_units) break;
+      int a_frag[2][2];  // [half][row g, g + 8]
+      float scale[2][2], offset[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        a_frag[h][r] = D::unit_word(unit[r], h, t);
-        scale[r][h] = D::unit_scale(unit[r], h);
-      }
-      offset[r] = D::unit_offset(unit[r]);
-    }
+      for (int r = 0; r < 2; ++r) {
 #pragma unroll
-    for (int n = 0; n < kTokenTiles; ++n) {
-      // B's column g is token 8n + g; C's columns 2t and 2t + 1 are tokens 8n + 2t + j.
-      const int b_token = kTileTokens * n + g;
-      int c[2][4] = {};
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int x_word = *reinterpret_cast<const int*>(&chunk.codes[u][b_token][16 * Chunk::half_at(b_token, h) + 4 * t]);
-        mma_s8(c[h], a_frag[h][0], a_frag[h][1], x_word);
+        for (int h = 0; h < 2; ++h) {
+          a_frag[h][r] = D::unit_word(codes[a][r], h, t);
+          scale[r][h] = D::unit_scale(codes[a][r], h);
+        }
+        offset[r] = D::unit_offset(codes[a][r]);
       }
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int token = kTileTokens * n + 2 * t + j;
-        const float x_scale = chunk.scales[u][token];
-        const float x_sum = D::kUsesCodeSum ? static_cast<float>(chunk.sums[u][token]) : 0.0f;
+      for (int n = 0; n < kTokenTiles; ++n) {
+        const std::size_t b_at = static_cast<std::size_t>(b_token[n]) * row_units + unit;
+        const int* x_words = reinterpret_cast<const int*>(x.codes + kRoundedBlockCols * b_at);
+        int c[2][4] = {};
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const int i = 2 * r + j;  // C's value at row g + 8r, token 2t + j
-          float v = scale[r][0] * static_cast<float>(c[0][i]) + scale[r][1] * static_cast<float>(c[1][i]);
-          if constexpr (D::kUsesCodeSum) v -= offset[r] * x_sum;
-          acc[n][i] += x_scale * v;
+        for (int h = 0; h < 2; ++h) mma_s8(c[h], a_frag[h][0], a_frag[h][1], x_words[4 * h + t]);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const std::size_t at = static_cast<std::size_t>(c_token[n][j]) * row_units + unit;
+          const float x_scale = x.scales[at];
+          const float x_sum = D::kUsesCodeSum ? static_cast<float>(x.code_sums[at]) : 0.0f;
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int i = 2 * r + j;  // C's value at row g + 8r, token 2t + j
+            float v = scale[r][0] * static_cast<float>(c[0][i]) + scale[r][1] * static_cast<float>(c[1][i]);
+            if constexpr (D::kUsesCodeSum) v -= offset[r] * x_sum;
+            acc[n][i] += x_scale * v;
+          }
         }
       }
     }
-  };
-
-  const int n_chunks = (row_units + Chunk::kUnits - 1) / Chunk::kUnits;
-  RunCodes current, next;
-  load_codes(first_unit(0, 0), current);  // the weights do not depend on the kernel before
-  begin_dependent();                      // x is its output
-  chunks[0].template load<D::kUsesCodeSum>(x, 0, row_units, cols, n_tokens);
-  for (int c = 0; c < n_chunks; ++c) {
-    if (c + 1 < n_chunks) {
-      chunks[(c + 1) % 2].template load<D::kUsesCodeSum>(x, (c + 1) * Chunk::kUnits, row_units, cols, n_tokens);
-      wait_copies<1>();
-    } else {
-      wait_copies<0>();
-    }
-    __syncthreads();  // chunk c is in shared memory
-    const Chunk& chunk = chunks[c % 2];
-#pragma unroll
-    for (int run = 0; run < kRunsPerChunk; ++run) {
-      const bool last = run + 1 == kRunsPerChunk;
-      if (!last || c + 1 < n_chunks) load_codes(last ? first_unit(c + 1, 0) : first_unit(c, run + 1), next);
-#pragma unroll
-      for (int a = 0; a < kLoad; ++a) {
-        if (first_unit(c, run) + a < row_units) multiply(chunk, member * kRun + run * kLoad + a, current[a]);
-      }
-#pragma unroll
-      for (int a = 0; a < kLoad; ++a) current[a][0] = next[a][0], current[a][1] = next[a][1];
-    }
-    __syncthreads();  // chunk c's buffer may take chunk c + 2
   }
-  sum_warp_groups_in_tree<kWarps, kGroupWarps, kLanes, kValues>(&acc[0][0], reinterpret_cast<float*>(chunks));
-  if (member != 0) return;
+  if (!waited) begin_dependent();
+  sum_warps_in_tree<kWarps, kLanes, kValues>(&acc[0][0], &partial[0][0][0]);
+  if (warp != 0) return;
 #pragma unroll
   for (int n = 0; n < kTokenTiles; ++n) {
 #pragma unroll
@@ -183,24 +118,12 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
-template <class D, int kTokenTiles, int kRowTiles>
+template <class D, int kTokenTiles>
 void launch_tiles(const WeightMatrix& w, QuantizedActivations x, int n_tokens, float* out, const DeviceContext& ctx) {
-  constexpr int kRows = kRowTiles * kTileRows;
-  const int blocks = static_cast<int>((w.rows + kRows - 1) / kRows);
-  launch_dependent(quantized_few_tokens_kernel<D, kTokenTiles, kRowTiles>, dim3(blocks), dim3(kThreads), 0, ctx,
+  const int blocks = static_cast<int>((w.rows + kTileRows - 1) / kTileRows);
+  launch_dependent(quantized_few_tokens_kernel<D, kTokenTiles>, dim3(blocks), dim3(kThreads), 0, ctx,
                    static_cast<const std::uint8_t*>(w.data), row_bytes(w.dtype, w.cols), static_cast<int>(w.rows),
                    static_cast<int>(w.cols), x, n_tokens, out);
-}
-
-// Row tiles a block: more where the matrix still makes two blocks an SM, each x chunk then serving more
-// rows.
-template <class D, int kTokenTiles>
-void launch_token_tiles(const WeightMatrix& w, QuantizedActivations x, int n_tokens, float* out, const DeviceContext& ctx) {
-  const long long tiles = static_cast<long long>((w.rows + kTileRows - 1) / kTileRows);
-  const long long wanted_blocks = 2LL * ctx.attributes().multiprocessors;
-  if (tiles >= 4 * wanted_blocks) return launch_tiles<D, kTokenTiles, 4>(w, x, n_tokens, out, ctx);
-  if (tiles >= 2 * wanted_blocks) return launch_tiles<D, kTokenTiles, 2>(w, x, n_tokens, out, ctx);
-  launch_tiles<D, kTokenTiles, 1>(w, x, n_tokens, out, ctx);
 }
 
 #endif
@@ -210,7 +133,7 @@ void launch_token_tiles(const WeightMatrix& w, QuantizedActivations x, int n_tok
 #if defined(ROCMFORGE_GPU_CUDA)
 
 bool quantized_few_tokens_available() {
-  return built_for_tensor_cores(quantized_few_tokens_kernel<Decoder<DType::Q4_0>, 1, 1>);
+  return built_for_tensor_cores(quantized_few_tokens_kernel<Decoder<DType::Q4_0>, 1>);
 }
 
 void launch_gemm_quantized_few_tokens(const WeightMatrix& w, QuantizedActivations x, int n_tokens, float* out,
@@ -225,11 +148,11 @@ void launch_gemm_quantized_few_tokens(const WeightMatrix& w, QuantizedActivation
     if constexpr (D::kIntegerDot) {
       decodable_slices<D>(w.data, static_cast<int>(w.cols), name);  // whole blocks, aligned
       switch ((n_tokens + kTileTokens - 1) / kTileTokens) {
-        case 1: return launch_token_tiles<D, 1>(w, x, n_tokens, out, ctx);
-        case 2: return launch_token_tiles<D, 2>(w, x, n_tokens, out, ctx);
+        case 1: return launch_tiles<D, 1>(w, x, n_tokens, out, ctx);
+        case 2: return launch_tiles<D, 2>(w, x, n_tokens, out, ctx);
         case 3:
-        case 4: return launch_token_tiles<D, 4>(w, x, n_tokens, out, ctx);
-        default: return launch_token_tiles<D, 8>(w, x, n_tokens, out, ctx);
+        case 4: return launch_tiles<D, 4>(w, x, n_tokens, out, ctx);
+        default: return launch_tiles<D, 8>(w, x, n_tokens, out, ctx);
       }
     }
   });
