@@ -118,10 +118,12 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
   rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
   const RoundedShape rounded = rounded_shape(config, options);
   rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
-  norms_foldable_ = !config.post_norms && std::none_of(weights_.layers.begin(), weights_.layers.end(), [](const GpuLayer& w) {
+  const auto reads_quantized = [](const GpuLayer& w) {
     return is_quantized(w.wq.dtype) || is_quantized(w.wk.dtype) || is_quantized(w.wv.dtype) ||
            is_quantized(w.w_gate.dtype) || is_quantized(w.w_up.dtype);
-  });
+  };
+  // Post-norms (Gemma) take the layer's outputs before the residual add: no GEMV adds into x.
+  norms_foldable_ = !config.post_norms && std::none_of(weights_.layers.begin(), weights_.layers.end(), reads_quantized);
 }
 
 GpuForward::~GpuForward() {
@@ -286,10 +288,11 @@ GpuForward::StepShape GpuForward::stage(const Batch& batch, int begin, int end, 
 }
 
 AttentionBatch GpuForward::attention_batch(const StepShape& shape, int layer) const {
-  const bool any_layer = layer < 0;
-  return {inputs_.positions, inputs_.seq,           inputs_.block_tables,
-          shape.n_tokens,    options_.kv_blocks,    options_.block_size,
-          shape.max_positions, any_layer ? 0 : config_.window(layer), static_cast<float>(config_.attn_logit_softcap)};
+  AttentionBatch batch{inputs_.positions, inputs_.seq,        inputs_.block_tables, shape.n_tokens,
+                       options_.kv_blocks, options_.block_size, shape.max_positions};
+  if (layer >= 0) batch.window = config_.window(layer);
+  batch.softcap = static_cast<float>(config_.attn_logit_softcap);
+  return batch;
 }
 
 void GpuForward::drop_graphs_if_gemm_grows(const StepShape& shape) {
@@ -420,7 +423,8 @@ void GpuForward::launch_step(const StepShape& shape) {
   }
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
   if (c.final_logit_softcap > 0) {
-    launch_softcap(a.logits, static_cast<std::size_t>(shape.n_logits) * c.vocab_size, static_cast<float>(c.final_logit_softcap), ctx_);
+    const std::size_t values = static_cast<std::size_t>(shape.n_logits) * c.vocab_size;
+    launch_softcap(a.logits, values, static_cast<float>(c.final_logit_softcap), ctx_);
   }
 }
 
@@ -485,7 +489,8 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
     case FfnAt::Separate: {
       const WeightProduct gate_up[] = {{w.w_gate, a.gate}, {w.w_up, a.up}};
       project(gate_up, ffn_input, n);
-      launch_glu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, c.activation, a.gate, ctx, p.down_in.half);
+      launch_glu(a.gate, a.up, static_cast<std::size_t>(n) * c.intermediate_size, c.activation, a.gate, ctx,
+                 p.down_in.half);
       break;
     }
   }
