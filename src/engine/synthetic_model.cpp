@@ -1,5 +1,6 @@
 #include "engine/synthetic_model.h"
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -20,13 +21,31 @@ struct Shape {
   bool tied;
 };
 
-// Published shapes: Llama 3.2 1B, Llama 3.1 8B, Qwen3 8B, Mistral 7B v0.3.
+// Published shapes: Llama 3.2 1B, Llama 3.1 8B, Qwen3 8B, Mistral 7B v0.3, Gemma 2 2B, Gemma 3 4B.
 constexpr Shape kShapes[] = {
     {"llama3-1b", Arch::Llama, 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0, true},
     {"llama3-8b", Arch::Llama, 4096, 14336, 32, 32, 8, 128, 128256, 131072, 500000.0, false},
     {"qwen3-8b", Arch::Qwen3, 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1000000.0, false},
     {"mistral-7b", Arch::Mistral, 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1000000.0, false},
+    {"gemma2-2b", Arch::Gemma2, 2304, 9216, 26, 8, 4, 256, 256000, 8192, 10000.0, true},
+    {"gemma3-4b", Arch::Gemma3, 2560, 10240, 34, 8, 4, 256, 262208, 131072, 1000000.0, true},
 };
+
+// Gemma's pieces as its configs set them: GeGLU, post-norms, sqrt(hidden) on the embeddings, head_dim's
+// attention scale, Gemma 2's soft caps and every other layer sliding over 4096 positions, Gemma 3's
+// q/k norms and five in six layers over 1024 with their own RoPE base.
+void set_gemma(ModelConfig& c) {
+  const bool gemma2 = c.arch == Arch::Gemma2;
+  c.activation = MlpActivation::GeluTanh;
+  c.post_norms = true;
+  c.embedding_scale = std::sqrt(static_cast<float>(c.hidden_size));
+  c.query_pre_attn_scalar = c.head_dim;
+  c.attn_logit_softcap = gemma2 ? 50.0 : 0.0;
+  c.final_logit_softcap = gemma2 ? 30.0 : 0.0;
+  c.qk_norm = !gemma2;
+  set_gemma_windows(c, gemma2 ? 4096 : 1024);
+  if (!gemma2) c.rope_local_theta = 10000.0;
+}
 
 const Shape& find_shape(const std::string& name) {
   for (const auto& s : kShapes) {
@@ -96,6 +115,7 @@ ModelConfig synthetic_model_config(const std::string& name) {
   c.tie_word_embeddings = s.tied;
   c.qk_norm = s.arch == Arch::Qwen3;
   c.rms_norm_eps = 1e-5;
+  if (is_gemma(c.arch)) set_gemma(c);
   c.validate(name);
   return c;
 }
@@ -120,10 +140,12 @@ Checkpoint build_synthetic_model(const std::string& name, DType dtype, std::uint
       layer.q_norm = make.norm(c.head_dim);
       layer.k_norm = make.norm(c.head_dim);
     }
+    if (c.post_norms) layer.post_attn_norm = make.norm(c.hidden_size);
     layer.ffn_norm = make.norm(c.hidden_size);
     layer.w_gate = make.matrix(c.intermediate_size, c.hidden_size);
     layer.w_up = make.matrix(c.intermediate_size, c.hidden_size);
     layer.w_down = make.matrix(c.hidden_size, c.intermediate_size);
+    if (c.post_norms) layer.post_ffn_norm = make.norm(c.hidden_size);
     w.layers.push_back(std::move(layer));
   }
   return Checkpoint::from_memory("synthetic " + name, c, std::move(w), make.take_storage());

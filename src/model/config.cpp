@@ -299,9 +299,7 @@ void read_gguf_gemma(const GgufFile& gguf, const std::string& arch, ModelConfig&
   if (gemma2 && !window) window = 4096;  // llama.cpp's default for gemma2
   if (!window || *window == 0) return;
   if (*window > (1u << 30)) fail("{}: {}.attention.sliding_window = {} is out of range", gguf.path(), arch, *window);
-  const int pattern = gemma2 ? 2 : 6;
-  c.layer_windows.resize(c.n_layers);
-  for (int i = 0; i < c.n_layers; ++i) c.layer_windows[i] = i % pattern < pattern - 1 ? static_cast<int>(*window) : 0;
+  set_gemma_windows(c, static_cast<int>(*window));
   if (!gemma2) c.rope_local_theta = gguf.get_float_opt(arch + ".rope.freq_base_swa").value_or(10000.0);
 }
 
@@ -352,6 +350,12 @@ std::string arch_name(Arch arch) {
 }
 
 bool is_gemma(Arch arch) { return arch == Arch::Gemma2 || arch == Arch::Gemma3; }
+
+void set_gemma_windows(ModelConfig& c, int window) {
+  const int pattern = c.arch == Arch::Gemma2 ? 2 : 6;
+  c.layer_windows.resize(c.n_layers);
+  for (int i = 0; i < c.n_layers; ++i) c.layer_windows[i] = i % pattern < pattern - 1 ? window : 0;
+}
 
 int ModelConfig::smallest_window() const {
   int smallest = 0;

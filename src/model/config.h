@@ -92,6 +92,8 @@ struct ModelConfig {
 
 std::string arch_name(Arch arch);
 bool is_gemma(Arch arch);
+// Gemma's sliding layers, as llama.cpp lays them out: Gemma 2's even layers, five in six of Gemma 3's.
+void set_gemma_windows(ModelConfig& config, int window);
 
 // `source` names the file in error messages.
 ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source);
