@@ -86,6 +86,11 @@ bool same_type(const WeightMatrix& a, const WeightMatrix& b) { return a.dtype ==
 
 std::optional<std::string> gpu_unsupported(const ModelConfig& c, const GpuForwardOptions& options) {
   if (is_gemma(c.arch)) return fmt::format("{} runs on the CPU backend only for now", arch_name(c.arch));
+  if (c.n_experts > 0) {
+    return fmt::format("{} is a mixture of experts ({} experts, {} used per token), which runs on the CPU backend "
+                       "only for now",
+                       arch_name(c.arch), c.n_experts, c.n_experts_used);
+  }
   const int window = c.smallest_window();
   const int context = options.max_context > 0 ? options.max_context : options.kv_blocks * options.block_size;
   if (window > 0 && context > window) {
