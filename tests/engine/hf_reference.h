@@ -46,14 +46,17 @@ inline std::vector<Case> llama_family_cases() {
           Case{"qwen3", "", "reference.json"}, Case{"qwen3", "model.gguf", "reference.json"}};
 }
 
-// The fixtures only the CPU backend runs for now: Gemma 2 and 3, and sliding windows shorter than
-// the context (mistral_window's is 4 tokens; Gemma's 6 and 5).
+// The fixtures only the CPU backend runs for now: Gemma 2 and 3, sliding windows shorter than the
+// context (mistral_window's is 4 tokens; Gemma's 6 and 5), and the mixtures of experts.
 inline std::vector<Case> cpu_only_cases() {
   return {Case{"mistral_window", "", "reference.json"},
           Case{"gemma2", "", "reference.json"}, Case{"gemma2", "model.gguf", "reference.json"},
           Case{"gemma3", "", "reference.json"}, Case{"gemma3", "model.gguf", "reference.json"},
           // gemma3's weights as a multimodal checkpoint's language model: gemma3's outputs
-          Case{"gemma3_multimodal", "", "../gemma3/reference.json"}};
+          Case{"gemma3_multimodal", "", "../gemma3/reference.json"},
+          // mixtures of experts: per-expert safetensors and llama.cpp's stacked GGUF tensors
+          Case{"mixtral", "", "reference.json"}, Case{"mixtral", "model.gguf", "reference.json"},
+          Case{"qwen3_moe", "", "reference.json"}, Case{"qwen3_moe", "model.gguf", "reference.json"}};
 }
 
 inline auto all_cases() {
