@@ -115,6 +115,11 @@ void print_model(const InfoFlags& f) {
   fmt::print("architecture: {} ({} layers, hidden {}, ffn {}, {} heads, {} kv heads, head dim {}, vocab {})\n",
              arch_name(c.arch), c.n_layers, c.hidden_size, c.intermediate_size, c.n_heads, c.n_kv_heads, c.head_dim,
              c.vocab_size);
+  if (c.n_experts > 0) {
+    const auto sparse = std::ranges::count(c.moe_layers, true);
+    fmt::print("mixture of experts: {} experts, {} used per token, expert ffn {}, on {} of {} layers{}\n", c.n_experts,
+               c.n_experts_used, c.expert_ffn, sparse, c.n_layers, c.norm_topk_prob ? "" : " (weights not renormalised)");
+  }
   if (const int window = c.smallest_window()) {
     const auto sliding = std::ranges::count_if(c.layer_windows, [](int w) { return w > 0; });
     fmt::print("sliding-window attention: {} tokens on {} of {} layers\n", window, sliding, c.n_layers);
@@ -126,6 +131,10 @@ void print_model(const InfoFlags& f) {
   if (c.rope_dims() != c.head_dim) fmt::print("partial rotary: {} of {} dimensions per head\n", c.rope_dims(), c.head_dim);
   fmt::print("parameters: {} ({:.2f} B)\n", ckpt.parameter_count(), ckpt.parameter_count() / 1e9);
   fmt::print("weight types: {}\n", ckpt.dtype_summary());
+  if (c.n_experts > 0) {
+    fmt::print("weights a token reads: {} of {}\n", gib(llama::active_matrix_bytes(ckpt.weights(), c)),
+               gib(ckpt.weight_bytes()));
+  }
   fmt::print("context length: {} (trained), {} (used below)\n", c.max_position_embeddings, ctx);
   fmt::print("memory: weights {}, KV cache {} (fp32, {} tokens), total {}\n", gib(ckpt.weight_bytes()), gib(kv_bytes),
              ctx, gib(ckpt.weight_bytes() + kv_bytes));

@@ -114,6 +114,8 @@ Arch arch_from_hf(const json& config, const std::string& source) {
       if (name == "Gemma2ForCausalLM") type = "gemma2";
       if (name == "Gemma3ForCausalLM") type = "gemma3_text";
       if (name == "Phi3ForCausalLM") type = "phi3";
+      if (name == "MixtralForCausalLM") type = "mixtral";
+      if (name == "Qwen3MoeForCausalLM") type = "qwen3_moe";
     }
   }
   if (type == "llama") return Arch::Llama;
@@ -123,7 +125,10 @@ Arch arch_from_hf(const json& config, const std::string& source) {
   if (type == "gemma2") return Arch::Gemma2;
   if (type == "gemma3_text") return Arch::Gemma3;
   if (type == "phi3") return Arch::Phi3;
-  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3)",
+  if (type == "mixtral") return Arch::Mixtral;
+  if (type == "qwen3_moe") return Arch::Qwen3Moe;
+  fail("{}: model_type \"{}\" is not supported (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3, "
+       "mixtral, qwen3_moe)",
        source, type);
 }
 
@@ -226,7 +231,7 @@ void read_hf_rope(const json& config, const std::string& source, ModelConfig& c)
 // each architecture's rule (Mistral: every layer; Qwen2: those from max_window_layers on, with
 // use_sliding_window; Gemma 2: the even layers; Gemma 3: all but every sliding_window_pattern-th).
 std::vector<int> read_hf_windows(const json& config, const std::string& source, const ModelConfig& c) {
-  const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
+  const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe;
   if (!find_key(config, "sliding_window") || (qwen && !json_bool(config, "use_sliding_window", source, false))) {
     return {};
   }
@@ -334,6 +339,56 @@ void read_gguf_phi3(const GgufFile& gguf, const std::string& arch, ModelConfig& 
   c.layer_windows.assign(c.n_layers, static_cast<int>(*window));
 }
 
+// Mixtral's and Qwen3-MoE's experts, as transformers reads them (its config classes' defaults where a
+// key is absent): Mixtral's every layer is sparse, its experts intermediate_size wide, their weights
+// renormalised; Qwen3-MoE's layer i is sparse unless listed in mlp_only_layers or (i + 1) is not a
+// multiple of decoder_sparse_step, with experts moe_intermediate_size wide, renormalised only with
+// norm_topk_prob (false by default, true in the released models). num_experts 0 leaves it dense.
+void read_hf_moe(const json& config, const std::string& source, ModelConfig& c) {
+  const bool mixtral = c.arch == Arch::Mixtral;
+  c.n_experts = json_int(config, mixtral ? "num_local_experts" : "num_experts", source, mixtral ? 8 : 128);
+  c.n_experts_used = json_int(config, "num_experts_per_tok", source, mixtral ? 2 : 8);
+  c.expert_ffn = mixtral ? c.intermediate_size : json_int(config, "moe_intermediate_size", source, 768);
+  c.norm_topk_prob = mixtral || json_bool(config, "norm_topk_prob", source, false);
+  if (c.n_experts == 0) return;
+  c.moe_layers.assign(c.n_layers, true);
+  if (mixtral) return;
+  const int step = json_int(config, "decoder_sparse_step", source, 1);
+  if (step <= 0) fail("{}: decoder_sparse_step must be positive, got {}", source, step);
+  for (int i = 0; i < c.n_layers; ++i) c.moe_layers[i] = (i + 1) % step == 0;
+  if (const json* dense = find_key(config, "mlp_only_layers")) {
+    if (!dense->is_array()) fail("{}: mlp_only_layers must be a list of layer indices, got {}", source, dense->dump());
+    for (const json& i : *dense) {
+      if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= c.n_layers) {
+        fail("{}: mlp_only_layers holds {}, not a layer index below {}", source, i.dump(), c.n_layers);
+      }
+      c.moe_layers[i.get<int>()] = false;
+    }
+  }
+}
+
+// llama.cpp's MoE metadata: {arch}.expert_count and expert_used_count; the experts are
+// feed_forward_length wide in `llama` files (Mixtral), expert_feed_forward_length in qwen3moe ones.
+// Which layers are sparse is not stored: a layer with a router (blk.N.ffn_gate_inp) is. llama.cpp
+// renormalises the chosen experts' weights of both (its build_moe_ffn with norm_w).
+void read_gguf_moe(const GgufFile& gguf, const std::string& arch, ModelConfig& c) {
+  const auto count = gguf.get_uint_opt(arch + ".expert_count").value_or(0);
+  if (count == 0) return;
+  const auto used = gguf.get_uint_opt(arch + ".expert_used_count").value_or(0);
+  const auto ffn = gguf.get_uint_opt(arch + ".expert_feed_forward_length").value_or(c.intermediate_size);
+  if (count > 4096 || used > count || ffn > (1u << 30)) {
+    fail("{}: expert count {}, used {}, width {} are out of range", gguf.path(), count, used, ffn);
+  }
+  c.n_experts = static_cast<int>(count);
+  c.n_experts_used = static_cast<int>(used);
+  c.expert_ffn = static_cast<int>(ffn);
+  c.norm_topk_prob = true;
+  c.moe_layers.resize(c.n_layers);
+  for (int i = 0; i < c.n_layers; ++i) {
+    c.moe_layers[i] = gguf.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", i)) != nullptr;
+  }
+}
+
 }  // namespace
 
 std::string arch_name(Arch arch) {
@@ -345,6 +400,8 @@ std::string arch_name(Arch arch) {
     case Arch::Gemma2: return "gemma2";
     case Arch::Gemma3: return "gemma3";
     case Arch::Phi3: return "phi3";
+    case Arch::Mixtral: return "mixtral";
+    case Arch::Qwen3Moe: return "qwen3_moe";
   }
   return "?";
 }
@@ -408,6 +465,15 @@ void ModelConfig::validate(const std::string& source) const {
   if (query_pre_attn_scalar && !(*query_pre_attn_scalar > 0)) fail("{}: query_pre_attn_scalar must be positive", source);
   if (!(attn_logit_softcap >= 0) || !(final_logit_softcap >= 0)) fail("{}: soft-capping must not be negative", source);
   if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) fail("{}: the embedding scale must be positive", source);
+  if (n_experts > 0) {
+    if (n_experts_used <= 0 || n_experts_used > n_experts) {
+      fail("{}: {} experts used per token of {} experts", source, n_experts_used, n_experts);
+    }
+    positive(expert_ffn, "expert feed-forward width");
+    if (moe_layers.size() != static_cast<std::size_t>(n_layers)) fail("{}: the sparse layers are not listed", source);
+  } else if (!moe_layers.empty()) {
+    fail("{}: sparse layers without experts", source);
+  }
 }
 
 ModelConfig config_from_hf(const json& config, const std::string& source) {
@@ -430,7 +496,8 @@ ModelConfig config_from_hf(const json& config, const std::string& source) {
   c.rms_norm_eps = json_number(config, "rms_norm_eps", source, 1e-6);
   c.tie_word_embeddings = json_bool(config, "tie_word_embeddings", source, is_gemma(c.arch));
   c.qkv_bias = c.arch == Arch::Qwen2 || json_bool(config, "attention_bias", source, false);
-  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3 || c.arch == Arch::Qwen3Moe;
+  if (c.arch == Arch::Mixtral || c.arch == Arch::Qwen3Moe) read_hf_moe(config, source, c);
   c.eos_token_ids = json_token_ids(config, "eos_token_id", source);
   c.layer_windows = read_hf_windows(config, source, c);
   read_hf_rope(config, source, c);
@@ -459,9 +526,12 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     c.qk_norm = true;
   } else if (arch == "phi3") {
     c.arch = Arch::Phi3;
+  } else if (arch == "qwen3moe") {
+    c.arch = Arch::Qwen3Moe;
+    c.qk_norm = true;
   } else {
-    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)", gguf.path(),
-         arch);
+    fail("{}: architecture \"{}\" is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe)",
+         gguf.path(), arch);
   }
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   auto get_int = [&](const char* suffix) {
@@ -492,6 +562,8 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
   if (auto eos = gguf.get_uint_opt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(static_cast<int>(*eos));
   if (is_gemma(c.arch)) read_gguf_gemma(gguf, arch, c);
   if (c.arch == Arch::Phi3) read_gguf_phi3(gguf, arch, c);
+  read_gguf_moe(gguf, arch, c);
+  if (c.arch == Arch::Llama && c.n_experts > 0) c.arch = Arch::Mixtral;
   c.validate(gguf.path());
   return c;
 }

@@ -15,7 +15,7 @@ namespace rf {
 
 class GgufFile;
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Mixtral, Qwen3Moe };
 
 // The gate's activation in the MLP: down(act(gate(x)) * up(x)).
 enum class MlpActivation {
@@ -79,9 +79,20 @@ struct ModelConfig {
   double attn_logit_softcap = 0.0;
   double final_logit_softcap = 0.0;
 
+  // Mixture of experts (Mixtral, Qwen3-MoE): a sparse layer's MLP is n_experts SwiGLU experts of
+  // width expert_ffn, of which a router picks n_experts_used per token (models/llama/moe.h).
+  // n_experts 0: a dense model. moe_layers: which layers are sparse (the others keep the dense
+  // MLP of intermediate_size: Qwen3-MoE's mlp_only_layers / decoder_sparse_step); empty when dense.
+  int n_experts = 0;
+  int n_experts_used = 0;
+  int expert_ffn = 0;
+  bool norm_topk_prob = true;  // renormalise the chosen experts' weights to sum 1
+  std::vector<bool> moe_layers;
+
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   int rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool is_moe(int layer) const { return !moe_layers.empty() && moe_layers[layer]; }
   int window(int layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
   // The smallest window of any layer; 0 when every layer sees the whole context.
   int smallest_window() const;

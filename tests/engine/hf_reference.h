@@ -58,8 +58,13 @@ inline std::vector<Case> every_backend_cases() {
 }
 
 // The fixtures only the CPU backend runs for now: partial rotary (Phi-4-mini's 12 of 16 dimensions,
-// with long factors, tied embeddings and GQA).
-inline std::vector<Case> cpu_only_cases() { return {Case{"phi4_mini", "", "reference.json"}}; }
+// with long factors, tied embeddings and GQA) and the mixtures of experts (per-expert safetensors and
+// llama.cpp's stacked GGUF tensors).
+inline std::vector<Case> cpu_only_cases() {
+  return {Case{"phi4_mini", "", "reference.json"},
+          Case{"mixtral", "", "reference.json"}, Case{"mixtral", "model.gguf", "reference.json"},
+          Case{"qwen3_moe", "", "reference.json"}, Case{"qwen3_moe", "model.gguf", "reference.json"}};
+}
 
 inline auto all_cases() {
   std::vector<Case> cases = every_backend_cases();

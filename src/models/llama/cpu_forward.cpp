@@ -54,8 +54,9 @@ void CpuForward::forward(const Batch& batch, std::vector<float>& logits) {
   v_.resize(n * c.kv_dim());
   attn_.resize(n * c.q_dim());
   proj_.resize(n * c.hidden_size);
-  gate_.resize(n * c.intermediate_size);
-  up_.resize(n * c.intermediate_size);
+  const std::size_t ffn = std::max(c.intermediate_size, c.expert_ffn);
+  gate_.resize(n * ffn);
+  up_.resize(n * ffn);
 
   embed(batch);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -123,19 +124,64 @@ void CpuForward::attention_block(const Batch& batch, int l) {
 void CpuForward::mlp_block(const Batch& batch, int l) {
   const auto& c = config_;
   const LayerWeights& w = weights_.layers[l];
-  const std::size_t n = batch.size(), hidden = c.hidden_size, ffn = c.intermediate_size;
+  const std::size_t n = batch.size(), hidden = c.hidden_size;
   per_token(n, [&](std::size_t t) {
     add_rms_norm(&x_[t * hidden], &proj_[t * hidden], w.ffn_norm.data(), hidden, c.rms_norm_eps, &normed_[t * hidden]);
   });
-  matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
-  matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
-  const auto activate = c.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
-  per_token(n, [&](std::size_t t) { activate(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
-  matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
+  if (c.is_moe(l)) {
+    sparse_mlp(w, n);
+  } else {
+    dense_mlp(w, n);
+  }
   if (w.post_ffn_norm) {
     per_token(n, [&](std::size_t t) { rms_norm(&proj_[t * hidden], w.post_ffn_norm->data(), hidden, c.rms_norm_eps, &proj_[t * hidden]); });
   }
   for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
+}
+
+// normed_ through the MLP into proj_.
+void CpuForward::dense_mlp(const LayerWeights& w, std::size_t n) {
+  const std::size_t ffn = config_.intermediate_size;
+  matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
+  matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
+  const auto activate = config_.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
+  per_token(n, [&](std::size_t t) { activate(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
+  matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
+}
+
+// normed_ through a sparse layer's experts into proj_: each token to the experts its router picks
+// (moe.h), each expert's three matrices read once for all the tokens routed to it, the weighted
+// outputs added up in expert order. Experts no token picked are not read.
+void CpuForward::sparse_mlp(const LayerWeights& w, std::size_t n) {
+  const auto& c = config_;
+  const std::size_t hidden = c.hidden_size, ffn = c.expert_ffn, n_experts = c.n_experts, k = c.n_experts_used;
+  router_logits_.resize(n * n_experts);
+  matmul(w.router, normed_.data(), n, router_logits_.data(), pool_);
+  choices_.resize(n * k);
+  per_token(n, [&](std::size_t t) {
+    route(&router_logits_[t * n_experts], c.n_experts, c.n_experts_used, c.norm_topk_prob, &choices_[t * k]);
+  });
+  group_by_expert(choices_, static_cast<int>(n), c.n_experts_used, c.n_experts, groups_);
+  const auto activate = c.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
+  expert_in_.resize(n * hidden);
+  expert_out_.resize(n * hidden);
+  std::fill_n(proj_.begin(), n * hidden, 0.0f);
+  for (std::size_t e = 0; e < n_experts; ++e) {
+    const std::size_t first = groups_.begin[e], m = groups_.begin[e + 1] - first;
+    if (m == 0) continue;
+    for (std::size_t i = 0; i < m; ++i) {
+      std::copy_n(&normed_[groups_.tokens[first + i] * hidden], hidden, &expert_in_[i * hidden]);
+    }
+    matmul(w.expert_gate[e], expert_in_.data(), m, gate_.data(), pool_);
+    matmul(w.expert_up[e], expert_in_.data(), m, up_.data(), pool_);
+    per_token(m, [&](std::size_t i) { activate(&gate_[i * ffn], &up_[i * ffn], ffn, &gate_[i * ffn]); });
+    matmul(w.expert_down[e], gate_.data(), m, expert_out_.data(), pool_);
+    for (std::size_t i = 0; i < m; ++i) {
+      float* out = &proj_[groups_.tokens[first + i] * hidden];
+      const float weight = groups_.weights[first + i];
+      for (std::size_t j = 0; j < hidden; ++j) out[j] += weight * expert_out_[i * hidden + j];
+    }
+  }
 }
 
 void CpuForward::output(const Batch& batch, std::vector<float>& logits) {

@@ -1,13 +1,15 @@
 #pragma once
 // The Llama-family decoder (Llama 2/3, Mistral, Qwen2, Qwen3, Gemma 2/3, Phi-3/4-mini) on the CPU: one forward
 // step over a Batch, reading and appending the paged KV cache, returning logits for the requested
-// rows. Sliding-window layers attend to the window's keys only.
+// rows. Sliding-window layers attend to the window's keys only. A sparse layer (Mixtral, Qwen3-MoE)
+// routes each token to its experts and runs every expert once over the tokens routed to it.
 #include <vector>
 
 #include "backend/cpu/kv_cache.h"
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/forward_pass.h"
+#include "models/llama/moe.h"
 #include "models/llama/weights.h"
 
 namespace rf {
@@ -36,6 +38,8 @@ class CpuForward : public ForwardPass {
   void attention_block(const Batch& batch, int layer);
   void attention(const Batch& batch, int layer);
   void mlp_block(const Batch& batch, int layer);
+  void dense_mlp(const LayerWeights& w, std::size_t n);
+  void sparse_mlp(const LayerWeights& w, std::size_t n);
   void output(const Batch& batch, std::vector<float>& logits);
 
   const ModelConfig& config_;
@@ -47,6 +51,11 @@ class CpuForward : public ForwardPass {
   float rope_scale_;                   // what RoPE multiplies cos and sin by (LongRoPE's attention factor)
   // Activations of the current batch, [tokens][width].
   std::vector<float> x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_;
+  // A sparse layer's: router logits [tokens][experts], each token's choices, the tokens grouped by
+  // expert, and one expert's gathered inputs and outputs [its tokens][hidden].
+  std::vector<float> router_logits_, expert_in_, expert_out_;
+  std::vector<ExpertChoice> choices_;
+  ExpertGroups groups_;
 };
 
 }  // namespace rf::llama

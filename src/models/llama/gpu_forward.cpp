@@ -96,6 +96,11 @@ std::optional<std::string> gpu_unsupported(const ModelConfig& c) {
                        "does not implement yet",
                        c.rope_dims(), c.head_dim);
   }
+  if (c.n_experts > 0) {
+    return fmt::format("{} is a mixture of experts ({} experts, {} used per token), which runs on the CPU backend "
+                       "only for now",
+                       arch_name(c.arch), c.n_experts, c.n_experts_used);
+  }
   return std::nullopt;
 }
 

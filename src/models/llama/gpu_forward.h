@@ -46,8 +46,9 @@ struct GpuForwardOptions {
   bool batch_invariant = false;
 };
 
-// Why the GPU decoder cannot run this model (its attention kernels lack its head dim, or it rotates
-// part of each head: Phi-4-mini's partial rotary), or nothing.
+// Why the GPU decoder cannot run this model (its attention kernels lack its head dim, it rotates
+// part of each head: Phi-4-mini's partial rotary, or it is a mixture of experts: Mixtral,
+// Qwen3-MoE), or nothing.
 std::optional<std::string> gpu_unsupported(const ModelConfig& config);
 
 class GpuForward : public ForwardPass {

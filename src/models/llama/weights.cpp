@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <map>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -51,6 +53,46 @@ LayerNames layer_names(Naming naming, int i, const ModelConfig& c) {
   return n;
 }
 
+// A sparse layer's router and experts: Hugging Face stores each expert's matrices apart, under
+// `expert` with {} for the expert's index; llama.cpp stacks them, under `expert` itself.
+struct ExpertNames {
+  std::string router, gate, up, down;
+};
+
+ExpertNames expert_names(Naming naming, int i, const ModelConfig& c) {
+  if (naming == Naming::Gguf) {
+    const std::string p = fmt::format("blk.{}.", i);
+    return {p + "ffn_gate_inp.weight", p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight"};
+  }
+  const std::string p = fmt::format("model.layers.{}.", i);
+  if (c.arch == Arch::Mixtral) {
+    const std::string e = p + "block_sparse_moe.experts.{}.";
+    return {p + "block_sparse_moe.gate.weight", e + "w1.weight", e + "w3.weight", e + "w2.weight"};
+  }
+  const std::string e = p + "mlp.experts.{}.";
+  return {p + "mlp.gate.weight", e + "gate_proj.weight", e + "up_proj.weight", e + "down_proj.weight"};
+}
+
+// Visits a sparse layer's router as a matrix, then its experts: one matrix per expert under Hugging
+// Face names, or visit(name, experts, n_experts, rows, cols) for llama.cpp's stacked tensors.
+template <typename Layer, typename Visit>
+void visit_experts(Layer& l, int i, const ModelConfig& c, Naming naming, Visit& visit) {
+  const ExpertNames n = expert_names(naming, i, c);
+  visit(n.router, l.router, c.n_experts, c.hidden_size);
+  const std::pair<const std::string&, decltype((l.expert_gate))> kinds[] = {
+      {n.gate, l.expert_gate}, {n.up, l.expert_up}, {n.down, l.expert_down}};
+  for (const auto& [name, experts] : kinds) {
+    const bool down = &experts == &l.expert_down;
+    const int rows = down ? c.hidden_size : c.expert_ffn, cols = down ? c.expert_ffn : c.hidden_size;
+    if (naming == Naming::Gguf) {
+      visit(name, experts, c.n_experts, rows, cols);
+      continue;
+    }
+    if constexpr (!std::is_const_v<Layer>) experts.resize(c.n_experts);
+    for (int e = 0; e < c.n_experts; ++e) visit(fmt::format(fmt::runtime(name), e), experts[e], rows, cols);
+  }
+}
+
 struct GlobalNames {
   std::string embedding, output_norm, output;
 };
@@ -62,7 +104,8 @@ GlobalNames global_names(Naming naming) {
 
 // The one list of a Llama model's tensors: calls visit(name, member, rows, cols) for each matrix and
 // visit(name, member, n) for each 1-D weight (a Vector, or an optional one where the config calls
-// for it), in the order of llama.cpp's files. The tied output and rope_freqs are the caller's.
+// for it), in the order of llama.cpp's files, and visit(name, experts, n, rows, cols) for llama.cpp's
+// stacked experts (visit_experts). The tied output and rope_freqs are the caller's.
 // `Weights` is LlamaWeights (to fill it, its layers sized already) or const LlamaWeights.
 template <typename Weights, typename Visit>
 void for_each_tensor(Weights& w, const ModelConfig& c, Naming naming, Visit&& visit) {
@@ -89,9 +132,13 @@ void for_each_tensor(Weights& w, const ModelConfig& c, Naming naming, Visit&& vi
     }
     if (c.post_norms) visit(n.post_attn_norm, l.post_attn_norm, c.hidden_size);
     visit(n.ffn_norm, l.ffn_norm, c.hidden_size);
-    visit(n.gate, l.w_gate, c.intermediate_size, c.hidden_size);
-    visit(n.up, l.w_up, c.intermediate_size, c.hidden_size);
-    visit(n.down, l.w_down, c.hidden_size, c.intermediate_size);
+    if (c.is_moe(i)) {
+      visit_experts(l, i, c, naming, visit);
+    } else {
+      visit(n.gate, l.w_gate, c.intermediate_size, c.hidden_size);
+      visit(n.up, l.w_up, c.intermediate_size, c.hidden_size);
+      visit(n.down, l.w_down, c.hidden_size, c.intermediate_size);
+    }
     if (c.post_norms) visit(n.post_ffn_norm, l.post_ffn_norm, c.hidden_size);
   }
 }
@@ -139,9 +186,19 @@ class Reader {
   explicit Reader(const TensorSet& tensors, HfPlace place = {}) : tensors_(tensors), place_(std::move(place)) {}
 
   void operator()(const std::string& name, WeightMatrix& m, int rows, int cols) const {
-    const TensorView& t = get(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
-    if (is_auxiliary(t.dtype)) fail("{}: tensor {} is {}, not a weight type", tensors_.source(), name, dtype_name(t.dtype));
+    const TensorView& t = weight(name, {static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)});
     m = {t.dtype, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), t.data};
+  }
+  // llama.cpp's stacked experts: one view per expert, each its slice of whole rows.
+  void operator()(const std::string& name, std::vector<WeightMatrix>& experts, int n, int rows, int cols) const {
+    const TensorView& t = weight(name, {static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(rows),
+                                        static_cast<std::uint64_t>(cols)});
+    const std::size_t stride = rows * row_bytes(t.dtype, cols);
+    experts.resize(n);
+    for (int e = 0; e < n; ++e) {
+      experts[e] = {t.dtype, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols),
+                    static_cast<const std::uint8_t*>(t.data) + e * stride};
+    }
   }
   void operator()(const std::string& name, Vector& v, int n) const { v = vector(name, n); }
   void operator()(const std::string& name, std::optional<Vector>& v, int n) const { v = vector(name, n); }
@@ -152,6 +209,12 @@ class Reader {
   }
 
  private:
+  const TensorView& weight(const std::string& name, std::initializer_list<std::uint64_t> expected) const {
+    const TensorView& t = get(name, expected);
+    if (is_auxiliary(t.dtype)) fail("{}: tensor {} is {}, not a weight type", tensors_.source(), name, dtype_name(t.dtype));
+    return t;
+  }
+
   Vector vector(const std::string& name, int n) const {
     const TensorView& t = get(name, {static_cast<std::uint64_t>(n)});
     return to_f32(tensors_.source(), t);
@@ -242,6 +305,9 @@ template <typename Fn>
 void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
   for_each_tensor(w, c, Naming::Gguf,
                   Overloaded{[&](const std::string&, const WeightMatrix& m, int, int) { fn(m); },
+                             [&](const std::string&, const std::vector<WeightMatrix>& experts, int, int, int) {
+                               for (const WeightMatrix& m : experts) fn(m);
+                             },
                              [](const std::string&, const auto&, int) {}});
 }
 
@@ -272,6 +338,18 @@ TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Nam
                                const std::uint64_t shape[] = {m.rows, m.cols};
                                set.add(make_tensor_view(set.source(), name, m.dtype, shape, m.bytes(), m.data));
                              },
+                             [&](const std::string& name, const std::vector<WeightMatrix>& experts, int n, int rows,
+                                 int cols) {
+                               const WeightMatrix& first = experts.at(0);
+                               if (n > 1 && expert_stride(experts) != first.bytes()) {
+                                 fail("{}: the experts of {} do not lie back to back", set.source(), name);
+                               }
+                               const std::uint64_t shape[] = {static_cast<std::uint64_t>(n),
+                                                              static_cast<std::uint64_t>(rows),
+                                                              static_cast<std::uint64_t>(cols)};
+                               set.add(make_tensor_view(set.source(), name, first.dtype, shape, n * first.bytes(),
+                                                        first.data));
+                             },
                              [&](const std::string& name, const Vector& v, int) { add_vector(name, v); },
                              [&](const std::string& name, const std::optional<Vector>& v, int) {
                                if (v) add_vector(name, *v);
@@ -284,6 +362,9 @@ std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& conf
   std::size_t n = 0;
   for_each_tensor(weights, config, Naming::Gguf,
                   Overloaded{[&](const std::string&, const WeightMatrix& m, int, int) { n += m.rows * m.cols; },
+                             [&](const std::string&, const std::vector<WeightMatrix>& experts, int, int, int) {
+                               for (const WeightMatrix& m : experts) n += m.rows * m.cols;
+                             },
                              [&](const std::string&, const Vector& v, int) { n += v.size(); },
                              [&](const std::string&, const std::optional<Vector>& v, int) { n += v ? v->size() : 0; }});
   return n;
@@ -293,6 +374,34 @@ std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config)
   std::size_t bytes = 0;
   for_each_matrix(weights, config, [&](const WeightMatrix& m) { bytes += m.bytes(); });
   return bytes;
+}
+
+std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config) {
+  std::size_t experts = 0;
+  for (int i = 0; i < config.n_layers; ++i) {
+    const LayerWeights& l = weights.layers[i];
+    for (const auto* set : {&l.expert_gate, &l.expert_up, &l.expert_down}) {
+      for (const WeightMatrix& m : *set) experts += m.bytes();
+    }
+  }
+  const std::size_t all = matrix_bytes(weights, config);
+  if (config.n_experts == 0) return all;
+  return all - experts + experts / config.n_experts * config.n_experts_used;
+}
+
+std::size_t expert_stride(const std::vector<WeightMatrix>& experts) {
+  if (experts.size() < 2) return experts.empty() ? 0 : experts[0].bytes();
+  const auto* first = static_cast<const std::uint8_t*>(experts[0].data);
+  const auto stride = static_cast<const std::uint8_t*>(experts[1].data) - first;
+  if (stride < static_cast<std::ptrdiff_t>(experts[0].bytes())) return 0;
+  for (std::size_t e = 0; e < experts.size(); ++e) {
+    const WeightMatrix& m = experts[e];
+    if (m.dtype != experts[0].dtype || m.rows != experts[0].rows || m.cols != experts[0].cols ||
+        static_cast<const std::uint8_t*>(m.data) != first + e * stride) {
+      return 0;
+    }
+  }
+  return static_cast<std::size_t>(stride);
 }
 
 std::string dtype_summary(const LlamaWeights& weights, const ModelConfig& config) {

@@ -29,6 +29,13 @@ struct LayerWeights {
   Vector ffn_norm;
   WeightMatrix w_gate, w_up, w_down;
   std::optional<Vector> post_ffn_norm;       // Gemma: on the MLP's output, before the residual add
+  // A sparse layer's MLP (ModelConfig::is_moe; w_gate, w_up, w_down then stay empty): the router
+  // [n_experts, hidden] and each expert's own SwiGLU, one view per expert ([expert_ffn, hidden] for
+  // gate and up, [hidden, expert_ffn] for down). A Hugging Face folder stores every expert's
+  // matrices as tensors of their own; a GGUF stacks them, [n_experts, rows, cols], and each view
+  // is then one expert's slice (whole rows, so whole quant blocks) of it, expert_stride() apart.
+  WeightMatrix router;
+  std::vector<WeightMatrix> expert_gate, expert_up, expert_down;
 };
 
 struct LlamaWeights {
@@ -59,6 +66,11 @@ TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Nam
 std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& config);
 // Bytes of the 2-D weights, which a forward step reads whole.
 std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
+// Those a token reads: every expert's count only n_experts_used / n_experts times (a dense model's: matrix_bytes).
+std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
+// The bytes from one expert's matrix to the next where they lie evenly in one block (a GGUF's
+// stacked tensor: what a grouped GEMM on the GPU would take as one buffer), else 0.
+std::size_t expert_stride(const std::vector<WeightMatrix>& experts);
 // Distinct stored types of the 2-D weights with their share of the bytes, e.g. "q4_k 83%, q6_k 17%".
 std::string dtype_summary(const LlamaWeights& weights, const ModelConfig& config);
 
