@@ -34,7 +34,7 @@ struct LayerWeights {
   // gate and up, [hidden, expert_ffn] for down). A Hugging Face folder stores every expert's
   // matrices as tensors of their own; a GGUF stacks them, [n_experts, rows, cols], and each view
   // is then one expert's slice (whole rows, so whole quant blocks) of it, expert_stride() apart.
-  WeightMatrix router;
+  WeightMatrix router{};
   std::vector<WeightMatrix> expert_gate, expert_up, expert_down;
 };
 
