@@ -139,14 +139,20 @@ void CpuForward::mlp_block(const Batch& batch, int l) {
   for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
 }
 
+// out = down(act(gate(in)) * up(in)) for `rows` rows of `in`, through gate_ and up_ (ffn wide): the
+// dense MLP and each expert's.
+void CpuForward::gated_mlp(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
+                           std::size_t rows, std::size_t ffn, float* out) {
+  matmul(gate, in, rows, gate_.data(), pool_);
+  matmul(up, in, rows, up_.data(), pool_);
+  const auto activate = config_.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
+  per_token(rows, [&](std::size_t t) { activate(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
+  matmul(down, gate_.data(), rows, out, pool_);
+}
+
 // normed_ through the MLP into proj_.
 void CpuForward::dense_mlp(const LayerWeights& w, std::size_t n) {
-  const std::size_t ffn = config_.intermediate_size;
-  matmul(w.w_gate, normed_.data(), n, gate_.data(), pool_);
-  matmul(w.w_up, normed_.data(), n, up_.data(), pool_);
-  const auto activate = config_.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
-  per_token(n, [&](std::size_t t) { activate(&gate_[t * ffn], &up_[t * ffn], ffn, &gate_[t * ffn]); });
-  matmul(w.w_down, gate_.data(), n, proj_.data(), pool_);
+  gated_mlp(w.w_gate, w.w_up, w.w_down, normed_.data(), n, config_.intermediate_size, proj_.data());
 }
 
 // normed_ through a sparse layer's experts into proj_: each token to the experts its router picks
@@ -162,7 +168,6 @@ void CpuForward::sparse_mlp(const LayerWeights& w, std::size_t n) {
     route(&router_logits_[t * n_experts], c.n_experts, c.n_experts_used, c.norm_topk_prob, &choices_[t * k]);
   });
   group_by_expert(choices_, static_cast<int>(n), c.n_experts_used, c.n_experts, groups_);
-  const auto activate = c.activation == MlpActivation::GeluTanh ? gelu_tanh_mul : silu_mul;
   expert_in_.resize(n * hidden);
   expert_out_.resize(n * hidden);
   std::fill_n(proj_.begin(), n * hidden, 0.0f);
@@ -172,10 +177,7 @@ void CpuForward::sparse_mlp(const LayerWeights& w, std::size_t n) {
     for (std::size_t i = 0; i < m; ++i) {
       std::copy_n(&normed_[groups_.tokens[first + i] * hidden], hidden, &expert_in_[i * hidden]);
     }
-    matmul(w.expert_gate[e], expert_in_.data(), m, gate_.data(), pool_);
-    matmul(w.expert_up[e], expert_in_.data(), m, up_.data(), pool_);
-    per_token(m, [&](std::size_t i) { activate(&gate_[i * ffn], &up_[i * ffn], ffn, &gate_[i * ffn]); });
-    matmul(w.expert_down[e], gate_.data(), m, expert_out_.data(), pool_);
+    gated_mlp(w.expert_gate[e], w.expert_up[e], w.expert_down[e], expert_in_.data(), m, ffn, expert_out_.data());
     for (std::size_t i = 0; i < m; ++i) {
       float* out = &proj_[groups_.tokens[first + i] * hidden];
       const float weight = groups_.weights[first + i];

@@ -38,6 +38,8 @@ class CpuForward : public ForwardPass {
   void attention_block(const Batch& batch, int layer);
   void attention(const Batch& batch, int layer);
   void mlp_block(const Batch& batch, int layer);
+  void gated_mlp(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
+                 std::size_t rows, std::size_t ffn, float* out);
   void dense_mlp(const LayerWeights& w, std::size_t n);
   void sparse_mlp(const LayerWeights& w, std::size_t n);
   void output(const Batch& batch, std::vector<float>& logits);

@@ -1,17 +1,15 @@
 #include "models/llama/moe.h"
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
+
+#include "backend/cpu/ops.h"
 
 namespace rf::llama {
 
 void route(const float* logits, int n_experts, int k, bool renormalize, ExpertChoice* out) {
   std::vector<float> p(logits, logits + n_experts);
-  const float top = *std::max_element(p.begin(), p.end());
-  float sum = 0.0f;
-  for (float& v : p) sum += v = std::exp(v - top);
-  for (float& v : p) v /= sum;
+  cpu::softmax(p.data(), p.size());
   std::vector<int> order(n_experts);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
