@@ -81,7 +81,7 @@ void add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed against the device's bounds");
   cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
-  cmd->add_option("--synthetic", flags->synthetic, "A random-weight model of a real shape: llama3-1b, llama3-8b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b");
+  cmd->add_option("--synthetic", flags->synthetic, "A random-weight model of a real shape: llama3-1b, llama3-8b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b, mixtral-8x7b, qwen3-30b-a3b");
   cmd->add_option("--dtype", flags->dtype, "Weight type of a synthetic model: " + weight_dtype_names());
   cmd->add_option("-p,--n-prompt", flags->settings.prompt_lengths, "Prompt lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-n,--n-gen", flags->settings.generation_lengths, "Generation lengths (comma-separated; 0 skips)")->delimiter(',');

@@ -9,6 +9,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
+#include "models/llama/weights.h"
 #include "util/error.h"
 
 namespace rf {
@@ -26,12 +27,17 @@ std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::mt19937& 
   return ids;
 }
 
-// Weight bytes one forward step reads: every matrix once, except the embedding table, of which
-// only one row per token is gathered (unless it doubles as the output head).
-double step_weight_bytes(const Checkpoint& ckpt) {
+// Weight bytes a forward step of `tokens` tokens reads: every dense matrix once, except the embedding
+// table, of which only one row per token is gathered (unless it doubles as the output head); of a
+// sparse layer's experts, those the tokens pick: k of n for one token, and for more the share
+// expected to be picked at least once were each token's picks uniform, 1 - (1 - k/n)^tokens.
+double step_weight_bytes(const Checkpoint& ckpt, int tokens) {
+  const ModelConfig& c = ckpt.config();
   const auto& e = ckpt.weights().token_embedding;
   const double embedding = static_cast<double>(e.bytes());
-  return static_cast<double>(ckpt.weight_bytes()) - (ckpt.config().tie_word_embeddings ? 0.0 : embedding);
+  const double experts = static_cast<double>(llama::expert_matrix_bytes(ckpt.weights(), c));
+  const double picked = c.n_experts ? 1.0 - std::pow(1.0 - static_cast<double>(c.n_experts_used) / c.n_experts, tokens) : 0.0;
+  return static_cast<double>(ckpt.weight_bytes()) - experts * (1.0 - picked) - (c.tie_word_embeddings ? 0.0 : embedding);
 }
 
 // Bytes of keys and values a token at `position` reads, every layer, in the backend's cache type
@@ -49,10 +55,14 @@ double prefill_flops(const ModelConfig& c, std::size_t layer_parameters, int tok
   return projections + attention;
 }
 
+// The layers' matrix parameters a token multiplies: a sparse layer's k experts' of its n.
 std::size_t layer_matrix_parameters(const ModelConfig& c) {
-  const std::size_t per_layer = static_cast<std::size_t>(c.hidden_size) * (2 * c.q_dim() + 2 * c.kv_dim()) +
-                                3ull * c.hidden_size * c.intermediate_size;
-  return per_layer * c.n_layers;
+  std::size_t parameters = 0;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::size_t ffn = c.is_moe(l) ? static_cast<std::size_t>(c.n_experts_used) * c.expert_ffn : c.intermediate_size;
+    parameters += static_cast<std::size_t>(c.hidden_size) * (2 * c.q_dim() + 2 * c.kv_dim()) + 3ull * c.hidden_size * ffn;
+  }
+  return parameters;
 }
 
 double time_prefill(ModelRunner& runner, const std::vector<std::int32_t>& tokens) {
@@ -113,7 +123,6 @@ BenchRow summarise(std::string test, int batch, std::vector<double> rates) {
 std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settings, const DeviceCeilings& ceilings) {
   if (settings.repetitions < 1) fail("repetitions must be at least 1");
   const ModelConfig& c = runner.config();
-  const double weight_bytes = step_weight_bytes(runner.checkpoint());
   std::mt19937 rng(12345);
   std::vector<BenchRow> rows;
 
@@ -126,6 +135,7 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
     for (int r = 0; r < settings.repetitions; ++r) rates.push_back(p / time_prefill(runner, tokens));
     BenchRow row = summarise("pp" + std::to_string(p), 1, std::move(rates));
     const double chunks = std::ceil(static_cast<double>(p) / runner.max_batch_tokens());
+    const double weight_bytes = step_weight_bytes(runner.checkpoint(), std::min(p, runner.max_batch_tokens()));
     const double memory_seconds = chunks * weight_bytes / ceilings.read_bandwidth;
     const double compute_seconds = prefill_flops(c, layer_matrix_parameters(c), p) / ceilings.matmul_flops;
     row.bound = p / std::max(memory_seconds, compute_seconds);
@@ -145,6 +155,7 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
       std::vector<double> rates;
       for (int r = 0; r < settings.repetitions; ++r) rates.push_back(static_cast<double>(b) * n / time_decode(runner, b, n, rng));
       BenchRow row = summarise("tg" + std::to_string(n), b, std::move(rates));
+      const double weight_bytes = step_weight_bytes(runner.checkpoint(), b);
       double bytes = 0;
       for (int step = 0; step < n; ++step) bytes += weight_bytes + b * kv_bytes_read(runner.backend(), step);
       row.bound = static_cast<double>(b) * n / (bytes / ceilings.read_bandwidth);

@@ -32,5 +32,23 @@ TEST(SyntheticModel, Gemma3SlidesFiveLayersInSix) {
   EXPECT_DOUBLE_EQ(c.attn_logit_softcap, 0.0);
 }
 
+// The mixtures of experts: Mixtral 8x7B's 2 of 8 experts as wide as its dense MLP would be, and
+// Qwen3-30B-A3B's 8 of 128 narrow ones with q/k norms; every layer sparse in both.
+TEST(SyntheticModel, MixturesOfExpertsRouteAsPublished) {
+  const ModelConfig mixtral = synthetic_model_config("mixtral-8x7b");
+  EXPECT_EQ(mixtral.n_experts, 8);
+  EXPECT_EQ(mixtral.n_experts_used, 2);
+  EXPECT_EQ(mixtral.expert_ffn, 14336);
+  const ModelConfig qwen = synthetic_model_config("qwen3-30b-a3b");
+  EXPECT_EQ(qwen.n_experts, 128);
+  EXPECT_EQ(qwen.n_experts_used, 8);
+  EXPECT_EQ(qwen.expert_ffn, 768);
+  EXPECT_TRUE(qwen.qk_norm);
+  EXPECT_TRUE(qwen.norm_topk_prob);
+  for (const ModelConfig* c : {&mixtral, &qwen}) {
+    for (int l = 0; l < c->n_layers; ++l) EXPECT_TRUE(c->is_moe(l)) << arch_name(c->arch) << " layer " << l;
+  }
+}
+
 }  // namespace
 }  // namespace rf

@@ -79,6 +79,18 @@ std::size_t rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
   return quantized_activations_bytes(shape.tokens, shape.cols);
 }
 
+// A sparse layer's int8 copies hold a step's entries (k a token) of the wider of its inputs.
+RoundedShape expert_rounded_shape(const ModelConfig& c, const GpuForwardOptions& o) {
+  if (c.n_experts == 0) return {0, 0};
+  return {static_cast<std::size_t>(o.max_batch_tokens) * c.n_experts_used,
+          static_cast<std::size_t>(std::max(c.hidden_size, c.expert_ffn))};
+}
+
+std::size_t expert_rounded_bytes(const ModelConfig& c, const GpuForwardOptions& o) {
+  const RoundedShape shape = expert_rounded_shape(c, o);
+  return shape.tokens ? quantized_activations_bytes(shape.tokens, shape.cols) : 0;
+}
+
 // The longest sequence the backend serves.
 int served_context(const GpuForwardOptions& o) { return o.max_context > 0 ? o.max_context : o.kv_blocks * o.block_size; }
 
@@ -96,10 +108,10 @@ std::optional<std::string> gpu_unsupported(const ModelConfig& c) {
                        "does not implement yet",
                        c.rope_dims(), c.head_dim);
   }
-  if (c.n_experts > 0) {
-    return fmt::format("{} is a mixture of experts ({} experts, {} used per token), which runs on the CPU backend "
-                       "only for now",
-                       arch_name(c.arch), c.n_experts, c.n_experts_used);
+  if (c.n_experts > kMostExperts || c.n_experts_used > 32) {
+    return fmt::format("{} routes each token to {} of {} experts; the GPU routing takes at most {} experts and 32 "
+                       "a token",
+                       arch_name(c.arch), c.n_experts_used, c.n_experts, kMostExperts);
   }
   return std::nullopt;
 }
@@ -117,18 +129,29 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
   if (options.max_batch_tokens <= 0 || options.kv_blocks <= 0 || options.block_size <= 0) {
     fail("the GPU decoder needs a positive batch size, KV cache and block size");
   }
+  if (static_cast<long long>(options.max_batch_tokens) * config.n_experts_used > kMostPicks) {
+    fail("a step of {} tokens routes {} picks of experts; the GPU routing takes at most {}: lower the batch size",
+         options.max_batch_tokens, static_cast<long long>(options.max_batch_tokens) * config.n_experts_used, kMostPicks);
+  }
   layout(config, options.max_batch_tokens, activation_storage_.data(), &activations_);
   layout(options.max_batch_tokens, options.kv_blocks, input_storage_.data(), &inputs_);
   attention_workspace_ = DeviceBuffer<std::uint8_t>(attention_scratch_bytes(ctx_, config, options));
   rounded_storage_ = DeviceBuffer<std::uint8_t>(rounded_bytes(config, options));
   const RoundedShape rounded = rounded_shape(config, options);
   rounded_ = quantized_activations_at(rounded_storage_.data(), rounded.tokens, rounded.cols);
+  expert_rounded_storage_ = DeviceBuffer<std::uint8_t>(expert_rounded_bytes(config, options));
+  const RoundedShape expert_rounded = expert_rounded_shape(config, options);
+  if (expert_rounded.tokens) {
+    expert_rounded_ = quantized_activations_at(expert_rounded_storage_.data(), expert_rounded.tokens, expert_rounded.cols);
+  }
   const auto reads_quantized = [](const GpuLayer& w) {
     return is_quantized(w.wq.dtype) || is_quantized(w.wk.dtype) || is_quantized(w.wv.dtype) ||
            is_quantized(w.w_gate.dtype) || is_quantized(w.w_up.dtype);
   };
-  // Post-norms (Gemma) take the layer's outputs before the residual add: no GEMV adds into x.
-  norms_foldable_ = !config.post_norms && std::none_of(weights_.layers.begin(), weights_.layers.end(), reads_quantized);
+  // Post-norms (Gemma) take the layer's outputs before the residual add: no GEMV adds into x. The
+  // router multiplies the norm's output.
+  norms_foldable_ = !config.post_norms && config.n_experts == 0 &&
+                    std::none_of(weights_.layers.begin(), weights_.layers.end(), reads_quantized);
 }
 
 GpuForward::~GpuForward() {
@@ -143,16 +166,17 @@ MemoryFootprint GpuForward::footprint(const ModelConfig& config, std::size_t wei
   return {weight_bytes, kv_cache_elements(config, options) * sizeof(std::uint16_t),
           layout(config, options.max_batch_tokens, nullptr, nullptr) * sizeof(float) +
               layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr) * sizeof(std::int32_t) +
-              rounded_bytes(config, options)};
+              rounded_bytes(config, options) + expert_rounded_bytes(config, options)};
 }
 
 std::size_t GpuForward::layout(const ModelConfig& c, int tokens, float* base, Activations* out) {
   std::size_t used = 0;
-  auto take = [&](std::size_t per_token) {
+  auto take_words = [&](std::size_t words) {
     float* at = base ? base + used : nullptr;
-    used += round_up(per_token * tokens);
+    used += round_up(words);
     return at;
   };
+  auto take = [&](std::size_t per_token) { return take_words(per_token * tokens); };
   Activations a{};
   a.x = take(c.hidden_size);
   a.normed = take(c.hidden_size);
@@ -168,6 +192,13 @@ std::size_t GpuForward::layout(const ModelConfig& c, int tokens, float* base, Ac
   a.logit_in = take(c.hidden_size);
   a.logits = take(c.vocab_size);
   a.half = reinterpret_cast<std::uint16_t*>(take((std::max(c.hidden_size, c.intermediate_size) + 1) / 2));
+  const std::size_t k = c.n_experts_used;
+  a.router_logits = take(c.n_experts);
+  a.expert_in = take(k * c.hidden_size);
+  a.expert_gate = take(k * c.expert_ffn);
+  a.expert_up = take(k * c.expert_ffn);
+  a.expert_out = take(k * c.hidden_size);
+  a.routes = c.n_experts ? take_words(expert_routes_words(tokens, c.n_experts, c.n_experts_used)) : nullptr;
   if (out) *out = a;
   return used;
 }
@@ -388,6 +419,18 @@ LayerPlan GpuForward::plan_layer(const GpuLayer& w, const StepShape& shape) cons
   p.ffn = swiglu && gemv_serves(n) && same_type(w.w_gate, w.w_up)   ? FfnAt::GemvSwiglu
           : swiglu && w.w_gate_up.data && p.down_in.half.data ? FfnAt::StackedGemm
                                                               : FfnAt::Separate;
+  if (w.router.data) {
+    // Decode reads only the picked experts, through the GEMV (their int8 copies where they are
+    // quantized), and graphs replay it; prefill multiplies each picked expert by a GEMM, as a dense
+    // prefill does, but for a batch-invariant backend, whose products all go through the GEMV.
+    const bool gemv = shape.decode_only || options_.batch_invariant;
+    p.ffn = gemv ? FfnAt::ExpertGemvs : FfnAt::ExpertGemms;
+    const auto rounding = [&](const StackedExperts& e) {
+      return gemv && gemv_reads_rounded(e.matrix.dtype) ? expert_rounded_ : QuantizedActivations{};
+    };
+    p.gate_up_in = {rounding(w.experts_gate).codes ? rounding(w.experts_gate) : rounding(w.experts_up), {}};
+    p.down_in = {rounding(w.experts_down), {}};
+  }
   return p;
 }
 
@@ -485,6 +528,10 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
   const GemvInput ffn_input = fold ? GemvInput{a.x, RmsNormOf{w.ffn_norm, eps}} : GemvInput{a.normed, ffn_in.rounded, ffn_in.half};
   const float* down_input = a.gate;  // null where SwiGLU writes only the copy
   switch (p.ffn) {
+    case FfnAt::ExpertGemvs:
+    case FfnAt::ExpertGemms:
+      launch_experts(w, p, n, o_out);  // down's products included
+      break;
     case FfnAt::GemvSwiglu: launch_gemv_swiglu(w.w_gate, w.w_up, ffn_input, n, a.gate, ctx); break;
     case FfnAt::StackedGemm:
       project(w.w_gate_up, {a.normed, {}, ffn_in.half}, n, a.gate);
@@ -499,10 +546,91 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
       break;
     }
   }
-  if (p.down_in.rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, p.down_in.rounded, ctx);
-  project(w.w_down, {down_input, p.down_in.rounded, p.down_in.half}, n, o_out, add_in_gemv);
+  if (p.ffn != FfnAt::ExpertGemvs && p.ffn != FfnAt::ExpertGemms) {
+    if (p.down_in.rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, p.down_in.rounded, ctx);
+    project(w.w_down, {down_input, p.down_in.rounded, p.down_in.half}, n, o_out, add_in_gemv);
+  }
   if (w.post_ffn_norm) launch_rms_norm(a.proj, nullptr, w.post_ffn_norm, n, c.hidden_size, eps, a.proj, ctx);
   return add_in_gemv ? nullptr : a.proj;
+}
+
+void GpuForward::launch_experts(const GpuLayer& w, const LayerPlan& p, int n_tokens, float* out) {
+  const auto& c = config_;
+  const Activations& a = activations_;
+  GemvInput router_input{a.normed};
+  router_input.fixed_order = options_.batch_invariant;
+  launch_gemv(w.router, router_input, n_tokens, a.router_logits, ctx_);
+  const ExpertRoutes routes = expert_routes_at(a.routes, n_tokens, c.n_experts, c.n_experts_used);
+  launch_moe_route(a.router_logits, n_tokens, c.n_experts, c.n_experts_used, c.norm_topk_prob, routes, ctx_);
+  if (p.ffn == FfnAt::ExpertGemvs) {
+    multiply_experts_by_gemv(w, p, routes, n_tokens);
+  } else {
+    multiply_experts_by_gemm(w, routes, n_tokens);
+  }
+  launch_moe_combine(a.expert_out, routes, n_tokens, c.n_experts_used, c.hidden_size, out, ctx_);
+}
+
+// Each picked expert's gate, up and down for all its entries, by the expert GEMV: the routing's
+// counts stay on the device. Output: activations_.expert_out, a row per entry.
+void GpuForward::multiply_experts_by_gemv(const GpuLayer& w, const LayerPlan& p, const ExpertRoutes& routes,
+                                          int n_tokens) {
+  const auto& c = config_;
+  const Activations& a = activations_;
+  const int k = c.n_experts_used;
+  const int slots = active_slots(n_tokens, c.n_experts, k);
+  const ExpertProducts of_tokens{w.experts_gate.stride, routes.active, slots, routes.begin, routes.token, n_tokens};
+  const GemvInput ffn_input{a.normed, p.gate_up_in.rounded};
+  const std::size_t values = static_cast<std::size_t>(n_tokens) * k * c.expert_ffn;
+  if (c.activation == MlpActivation::Silu && same_type(w.experts_gate.matrix, w.experts_up.matrix)) {
+    launch_expert_gemv_swiglu(w.experts_gate.matrix, w.experts_up.matrix, of_tokens, ffn_input, a.expert_gate, ctx_);
+  } else {
+    launch_expert_gemv(w.experts_gate.matrix, of_tokens, ffn_input, a.expert_gate, ctx_);
+    ExpertProducts up = of_tokens;
+    up.stride = w.experts_up.stride;
+    launch_expert_gemv(w.experts_up.matrix, up, ffn_input, a.expert_up, ctx_);
+    launch_glu(a.expert_gate, a.expert_up, values, c.activation, a.expert_gate, ctx_);
+  }
+  const QuantizedActivations down_rounded = p.down_in.rounded;
+  if (down_rounded.codes) launch_quantize_activations(a.expert_gate, n_tokens * k, c.expert_ffn, down_rounded, ctx_);
+  ExpertProducts of_entries = of_tokens;
+  of_entries.stride = w.experts_down.stride;
+  of_entries.x_row = nullptr;
+  launch_expert_gemv(w.experts_down.matrix, of_entries, {a.expert_gate, down_rounded}, a.expert_out, ctx_);
+}
+
+// The same by a GEMM per picked expert, of its entries' rows gathered in the routing's order. The
+// host needs the routing's counts to size the GEMMs: it waits for them (a prefill step runs eagerly).
+void GpuForward::multiply_experts_by_gemm(const GpuLayer& w, const ExpertRoutes& routes, int n_tokens) {
+  const auto& c = config_;
+  const Activations& a = activations_;
+  const int entries = n_tokens * c.n_experts_used;
+  expert_begin_.resize(c.n_experts + 1);
+  RF_GPU_CHECK(gpuMemcpyAsync(expert_begin_.data(), routes.begin, expert_begin_.size() * sizeof(std::int32_t),
+                              gpuMemcpyDeviceToHost, ctx_.stream()));
+  ctx_.synchronize();
+  // An embedding lookup is a row gather of any matrix: the normed rows of the entries' tokens.
+  const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(c.hidden_size), a.normed};
+  launch_embedding(normed, routes.token, entries, a.expert_in, ctx_);
+  const auto expert = [](const StackedExperts& s, int e) {
+    WeightMatrix m = s.matrix;
+    m.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(e) * s.stride;
+    return m;
+  };
+  const std::size_t hidden = c.hidden_size, ffn = c.expert_ffn;
+  for (int e = 0; e < c.n_experts; ++e) {
+    const int first = expert_begin_[e], count = expert_begin_[e + 1] - first;
+    if (count == 0) continue;
+    const WeightProduct gate_up[] = {{expert(w.experts_gate, e), a.expert_gate + first * ffn},
+                                     {expert(w.experts_up, e), a.expert_up + first * ffn}};
+    launch_gemm_group(ctx_, gate_up, a.expert_in + first * hidden, count);
+  }
+  launch_glu(a.expert_gate, a.expert_up, entries * ffn, c.activation, a.expert_gate, ctx_);
+  for (int e = 0; e < c.n_experts; ++e) {
+    const int first = expert_begin_[e], count = expert_begin_[e + 1] - first;
+    if (count == 0) continue;
+    const WeightProduct down{expert(w.experts_down, e), a.expert_out + first * hidden};
+    launch_gemm_group(ctx_, std::span(&down, 1), a.expert_gate + first * ffn, count);
+  }
 }
 
 DeviceCeilings GpuForward::measure_ceilings() {

@@ -20,6 +20,7 @@
 #include "backend/gpu/attention/kv_cache.h"
 #include "backend/gpu/gemm/gemm.h"
 #include "backend/gpu/gemm/gemv.h"
+#include "backend/gpu/moe/moe.h"
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/runtime/device_buffer.h"
 #include "backend/gpu/runtime/graph.h"
@@ -47,8 +48,8 @@ struct GpuForwardOptions {
 };
 
 // Why the GPU decoder cannot run this model (its attention kernels lack its head dim, it rotates
-// part of each head: Phi-4-mini's partial rotary, or it is a mixture of experts: Mixtral,
-// Qwen3-MoE), or nothing.
+// part of each head: Phi-4-mini's partial rotary, or its experts exceed the routing kernel's
+// limits), or nothing.
 std::optional<std::string> gpu_unsupported(const ModelConfig& config);
 
 class GpuForward : public ForwardPass {
@@ -76,6 +77,10 @@ class GpuForward : public ForwardPass {
   struct Activations {
     float *x, *normed, *q, *k, *v, *attn, *proj, *gate, *up, *logit_in, *logits;
     std::uint16_t* half;  // a GEMM input's 16-bit copy, from the norm or SwiGLU before it
+    // A sparse layer's: router logits, and per entry (a token's pick of an expert) the expert's
+    // gate (then its activation), up and output; the routing's arrays (gpu::ExpertRoutes) last.
+    float *router_logits, *expert_in, *expert_gate, *expert_up, *expert_out;
+    void* routes;
   };
   struct StepInputs {
     std::int32_t *tokens, *positions, *seq, *slots, *logit_tokens, *block_tables;
@@ -112,6 +117,12 @@ class GpuForward : public ForwardPass {
   void launch_step(const StepShape& shape);
   // Returns the residual the next norm adds to x: the layer's last output, or null where it added it.
   const float* launch_layer(int layer, const StepShape& shape, const StepPlan& step, const float* residual);
+  // A sparse layer's MLP of activations_.normed into out: the router's logits (by the GEMV, in fp32,
+  // so that the picks are the CPU's but at near ties), the routing, each picked expert's products
+  // (as p.ffn says), and their weighted sum.
+  void launch_experts(const GpuLayer& w, const LayerPlan& p, int n_tokens, float* out);
+  void multiply_experts_by_gemv(const GpuLayer& w, const LayerPlan& p, const gpu::ExpertRoutes& routes, int n_tokens);
+  void multiply_experts_by_gemm(const GpuLayer& w, const gpu::ExpertRoutes& routes, int n_tokens);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
@@ -157,6 +168,11 @@ class GpuForward : public ForwardPass {
   // The int8 copy of a GEMV's input, for as many tokens as the GEMV serves.
   gpu::DeviceBuffer<std::uint8_t> rounded_storage_;
   gpu::QuantizedActivations rounded_;
+  // The int8 copies of a sparse layer's inputs to quantized experts: the tokens' (gate and up), then
+  // every entry's (down), for a whole step.
+  gpu::DeviceBuffer<std::uint8_t> expert_rounded_storage_;
+  gpu::QuantizedActivations expert_rounded_;
+  std::vector<std::int32_t> expert_begin_;  // a prefill step's routing's offsets, read back
   // GemmContext's operand copies grow with the steps (up to most_tokens_ tokens). Growing moves them,
   // and graphs hold their address: they are dropped then. Only a step of a shape not seen before,
   // which runs eagerly, grows them.

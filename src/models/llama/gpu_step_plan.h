@@ -21,8 +21,11 @@ struct InputCopies {
 enum class RopeAt { OwnKernel, InAttention, InAttentionStackedRows };
 
 // How the FFN's gate, up and SwiGLU run: one GEMV launch with SwiGLU fused; one GEMM of the stacked
-// gate/up whose SwiGLU writes only down's 16-bit input; or two products and SwiGLU apart.
-enum class FfnAt { GemvSwiglu, StackedGemm, Separate };
+// gate/up whose SwiGLU writes only down's 16-bit input; two products and SwiGLU apart. A sparse
+// layer's experts (GpuForward::launch_experts): through the expert GEMV, which reads the routing on
+// the device (decode steps, captured in graphs); or a GEMM per picked expert, the routing's counts
+// read back first (prefill, which runs eagerly).
+enum class FfnAt { GemvSwiglu, StackedGemm, Separate, ExpertGemvs, ExpertGemms };
 
 // Where o's and down's outputs join the residual stream x: their GEMVs add into x, or they write
 // `proj` and the next norm adds it. Tensor parallelism (not built yet) would put its all-reduce between

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/gpu/quant/device_layout.h"
+#include "util/error.h"
 
 namespace rf::llama {
 
@@ -34,6 +35,12 @@ GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host, int 
     d.w_gate_up = upload_stacked(gate_up, ffn_views);
     d.w_gate = ffn_views[0], d.w_up = ffn_views[1];
     d.w_down = upload(l.w_down);
+    if (l.router.data) {
+      d.router = upload(l.router);
+      d.experts_gate = upload_experts(l.expert_gate);
+      d.experts_up = upload_experts(l.expert_up);
+      d.experts_down = upload_experts(l.expert_down);
+    }
   }
 }
 
@@ -61,6 +68,21 @@ WeightMatrix GpuWeights::upload_stacked(std::span<const WeightMatrix> parts, std
     at += parts[i].bytes();
   }
   return {parts[0].dtype, rows, parts[0].cols, stacked.data()};
+}
+
+StackedExperts GpuWeights::upload_experts(const std::vector<WeightMatrix>& experts) {
+  constexpr std::size_t kAlign = 256;
+  const WeightMatrix& first = experts.at(0);
+  for (const WeightMatrix& w : experts) {
+    if (w.dtype != first.dtype || w.rows != first.rows || w.cols != first.cols) {
+      fail("the GPU backend needs a layer's experts to share their type and shape ({} {}x{} and {} {}x{})",
+           dtype_name(first.dtype), first.rows, first.cols, dtype_name(w.dtype), w.rows, w.cols);
+    }
+  }
+  const std::size_t stride = (first.bytes() + kAlign - 1) / kAlign * kAlign;
+  DeviceBuffer<std::uint8_t>& stacked = matrices_.emplace_back(stride * experts.size());
+  for (std::size_t e = 0; e < experts.size(); ++e) upload_weights(experts[e], stacked.data() + e * stride);
+  return {{first.dtype, first.rows, first.cols, stacked.data()}, stride};
 }
 
 const float* GpuWeights::upload(const std::vector<float>& host) {

@@ -14,6 +14,13 @@
 
 namespace rf::llama {
 
+// A sparse layer's experts' matrices of one kind (gate, up or down), stacked in one allocation: expert
+// e's is `matrix` with data + e * stride (the expert GEMV's ExpertProducts::stride).
+struct StackedExperts {
+  WeightMatrix matrix{};  // expert 0's
+  std::size_t stride = 0;
+};
+
 struct GpuLayer {
   const float* attn_norm;
   WeightMatrix wq, wk, wv, wo;
@@ -24,8 +31,11 @@ struct GpuLayer {
   const float* k_norm;
   const float* post_attn_norm;  // Gemma, else null
   const float* ffn_norm;
-  WeightMatrix w_gate, w_up, w_down;
+  WeightMatrix w_gate, w_up, w_down;  // a dense layer's
   const float* post_ffn_norm;  // Gemma, else null
+  // A sparse layer's (ModelConfig::is_moe; else null data): the router and the experts.
+  WeightMatrix router{};
+  StackedExperts experts_gate, experts_up, experts_down;
   // wq, wk and wv as one matrix (their rows in that order, in one allocation) where they share a type
   // and column count: a batch's q, k and v then come from one GEMM. Else null data. The same for
   // w_gate and w_up.
@@ -61,6 +71,8 @@ class GpuWeights {
   // returns the whole; else uploads each alone and returns a matrix with null data. Either way
   // views[i] is parts[i]'s copy.
   WeightMatrix upload_stacked(std::span<const WeightMatrix> parts, std::span<WeightMatrix> views);
+  // Every expert's matrix (one type and shape) in one allocation, each on a 256-byte boundary.
+  StackedExperts upload_experts(const std::vector<WeightMatrix>& experts);
   const float* upload(const std::vector<float>& host);
   const float* upload(const std::optional<std::vector<float>>& host) { return host ? upload(*host) : nullptr; }
 };

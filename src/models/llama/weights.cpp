@@ -376,7 +376,7 @@ std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config)
   return bytes;
 }
 
-std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config) {
+std::size_t expert_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config) {
   std::size_t experts = 0;
   for (int i = 0; i < config.n_layers; ++i) {
     const LayerWeights& l = weights.layers[i];
@@ -384,8 +384,13 @@ std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& 
       for (const WeightMatrix& m : *set) experts += m.bytes();
     }
   }
+  return experts;
+}
+
+std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config) {
   const std::size_t all = matrix_bytes(weights, config);
   if (config.n_experts == 0) return all;
+  const std::size_t experts = expert_matrix_bytes(weights, config);
   return all - experts + experts / config.n_experts * config.n_experts_used;
 }
 

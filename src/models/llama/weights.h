@@ -68,6 +68,8 @@ std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& conf
 std::size_t matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
 // Those a token reads: every expert's count only n_experts_used / n_experts times (a dense model's: matrix_bytes).
 std::size_t active_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
+// Bytes of the sparse layers' experts, all of them (0 for a dense model).
+std::size_t expert_matrix_bytes(const LlamaWeights& weights, const ModelConfig& config);
 // The bytes from one expert's matrix to the next where they lie evenly in one block (a GGUF's
 // stacked tensor: what a grouped GEMM on the GPU would take as one buffer), else 0.
 std::size_t expert_stride(const std::vector<WeightMatrix>& experts);

@@ -2,7 +2,8 @@
 // and v from one GEMM of the stacked matrix) against each sequence's token decoded alone (the GEMV
 // path). On f32 fixtures both paths multiply in fp32: a token reading another's row, or a wrong
 // stride, is wrong by the logits' own size, where the two orders of the sums differ by 1e-5 to 5e-5
-// of it (H100). Qwen3's q/k norm keeps its q, k and v apart: that path is checked too. With bf16
+// of it (H100). Qwen3's q/k norm keeps its q, k and v apart: that path is checked too, and so is
+// Qwen3-MoE's expert GEMV, whose blocks take each expert's tokens from the routing. With bf16
 // weights the batch goes through the tensor-core GEMM of decode batches on 16-bit x, the single token
 // through the GEMV on fp32 x.
 #include "backend/cpu/quant.h"
@@ -46,7 +47,7 @@ Checkpoint load_fixture(const std::string& name) {
 }
 
 TEST_F(DecodeBatches, EachSequenceGetsWhatItGetsAlone) {
-  for (const std::string name : {"llama3", "qwen3"}) {
+  for (const std::string name : {"llama3", "qwen3", "qwen3_moe"}) {
     const Checkpoint checkpoint = load_fixture(name);
     expect_batch_matches_alone(name, checkpoint.config(), checkpoint.weights(), 1e-3);
   }

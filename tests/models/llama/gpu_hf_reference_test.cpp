@@ -25,11 +25,16 @@ class HfReferenceGpu : public HfReferenceTest {
   // mask, RoPE table or soft cap gone wrong moves them by O(1) (the Phi fixtures' notes: 11 to 23 of a
   // logit of 13). Prefill's GEMM adds its operands' rounding: f16 weights take f16 activations (a
   // second 2^-11); bf16 and quantized weights run on bf16 operands (2^-9 each), as llama.cpp's prefill
-  // does: 0.9e-2 to 1.8e-2 on the quantized llama3 fixtures (H200, 2026-11-21).
+  // does: 0.9e-2 to 1.8e-2 on the quantized llama3 fixtures (H200, 2026-11-21), and 2.0e-2 (gemma3) to
+  // 2.8e-2 (mixtral, whose routers' softmax weights move with the rounded hidden states; 3.4e-2 in a
+  // build whose prefill ran the experts exactly, through the GEMV) on the bf16 ones (H200,
+  // 2026-11-27). The one-token path (GreedyContinuationIsIdentical) holds the same models to the f32
+  // tolerance, the routing included.
   double logits_tolerance() const {
     const std::string t = dtype();
-    return t == "f32" ? 5e-3 : t == "f16" ? 2e-3 : 3e-2;
+    return t == "f32" ? kF32Tolerance : t == "f16" ? 2e-3 : t == "bf16" ? 4e-2 : 3e-2;
   }
+  static constexpr double kF32Tolerance = 5e-3;
 };
 
 TEST_P(HfReferenceGpu, LogitsMatchAtEveryPromptPosition) { expect_logits_match(logits_tolerance()); }
@@ -37,24 +42,27 @@ TEST_P(HfReferenceGpu, LogitsMatchAtEveryPromptPosition) { expect_logits_match(l
 // Decode runs the GEMV, which decodes weights exactly and sums in fp32. Prefill's GEMM rounds its
 // operands to 16 bits for all but f32 weights (up to 0.24 max abs logit error on the quantized
 // fixtures, above their smallest top-1/top-2 margins of 0.019 to 0.079): those models prefill token
-// by token here, through the GEMV. Its quantized weights multiply x rounded to int8 in blocks of 32
-// (products within 4e-3 relative: gemv_test.cpp), which these random models amplify through their
-// layers: the one-token path's prompt logits were off by 2.6e-2 (q4_0) to 4.7e-2 (q4_k_m) of the
-// largest (H200, 2026-11-27), held to kInt8Tolerance. The continuation may part from the reference at
-// a near tie within twice that path's measured error.
+// by token here, through the GEMV. 16-bit weights then leave only the f32 path's errors (the f16 KV
+// cache). Quantized weights multiply x rounded to int8 in blocks of 32 (products within 4e-3
+// relative: gemv_test.cpp), which these random models amplify through their layers: the one-token
+// path's prompt logits were off by 2.6e-2 (q4_0) to 4.7e-2 (q4_k_m) of the largest (H200,
+// 2026-11-27), held to kInt8Tolerance. The continuation may part from the reference at a near tie
+// within twice that path's measured error.
 constexpr double kInt8Tolerance = 8e-2;
 
 TEST_P(HfReferenceGpu, GreedyContinuationIsIdentical) {
-  if (dtype() != "f32") load(built_backends().back(), 1);
   double near_tie = 0.0;
-  if (dtype() != "f32" && dtype() != "f16" && dtype() != "bf16") {
+  if (dtype() != "f32") {
+    load(built_backends().back(), 1);
+    const bool sixteen_bit = dtype() == "f16" || dtype() == "bf16";
+    const double tolerance = sixteen_bit ? kF32Tolerance : kInt8Tolerance;
     const LogitErrors e = prompt_logit_errors();
     fmt::print("one-token path's prompt logits ({}): relative L2 error {:.2e}, max abs error {:.2e} ({:.2e} of max "
                "|logit|), tolerance {:.0e}\n",
-               dtype(), e.relative_l2, e.max_abs, e.max_abs / e.max_ref, kInt8Tolerance);
-    EXPECT_LT(e.relative_l2, kInt8Tolerance);
-    EXPECT_LT(e.max_abs / e.max_ref, kInt8Tolerance);
-    near_tie = 2.0 * e.max_abs;
+               dtype(), e.relative_l2, e.max_abs, e.max_abs / e.max_ref, tolerance);
+    EXPECT_LT(e.relative_l2, tolerance);
+    EXPECT_LT(e.max_abs / e.max_ref, tolerance);
+    if (!sixteen_bit) near_tie = 2.0 * e.max_abs;
   }
   expect_greedy_continuation_identical(near_tie);
 }

@@ -15,6 +15,9 @@
 // A block multiplies its rows' slices with up to kTokens vectors (a batch's tokens), and each token's
 // sums are formed in the same order whatever kTokens is, so a token's output bits never depend on the
 // tokens beside it: batching leaves every answer as it is alone.
+//
+// A sparse layer's experts (launch_expert_gemv) run as one product per picked expert, the grid's y
+// index its slot in the routing's list of picked experts, over that expert's entries as tokens.
 #include <algorithm>
 #include <span>
 #include <type_traits>
@@ -62,6 +65,14 @@ struct Segment {
   int first_block;
 };
 
+// Expert products (ExpertProducts): null `active` for a dense product.
+struct ExpertArgs {
+  const std::int32_t* active = nullptr;
+  const std::int32_t* begin = nullptr;
+  const std::int32_t* x_row = nullptr;
+  std::size_t stride = 0;
+};
+
 struct GemvArgs {
   Segment segments[kMaxSegments];
   int n_segments;
@@ -72,7 +83,8 @@ struct GemvArgs {
   QuantizedActivations rounded;  // the integer path's x
   RmsNormOf norm;                // folded into the product where it has a weight (one token)
   bool accumulate;               // y += W x
-  int n_tokens;
+  int n_tokens;                  // expert products: the most entries of an expert
+  ExpertArgs experts;
 };
 
 template <int kLength>
@@ -226,6 +238,18 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
     if (i < args.n_segments && row_block >= args.segments[i].first_block) seg = args.segments[i];
   }
   const int row0 = (row_block - seg.first_block) * kRows;
+  // The block's vectors: entries [first, first + count) of its expert, else the tokens.
+  int first = 0, count = args.n_tokens;
+  if (args.experts.active) {
+    begin_dependent();  // the routing is the kernel before's output (no preloading here)
+    const int expert = args.experts.active[blockIdx.y];
+    if (expert < 0) return;
+    first = args.experts.begin[expert];
+    count = args.experts.begin[expert + 1] - first;
+    if (token0 >= count) return;
+#pragma unroll
+    for (int m = 0; m < kMats; ++m) seg.w[m] += static_cast<std::size_t>(expert) * args.experts.stride;
+  }
   // A block's spare rows (and tokens) past the end re-read the last one; their sums are dropped.
   const std::uint8_t* rows[kMats][kRows];
 #pragma unroll
@@ -237,7 +261,8 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
   const float* x[kTokens];
 #pragma unroll
   for (int k = 0; k < kTokens; ++k) {
-    tokens[k] = kTokens == 1 ? 0 : min(token0 + k, args.n_tokens - 1);
+    const int entry = first + (kTokens == 1 ? 0 : min(token0 + k, count - 1));
+    tokens[k] = args.experts.x_row ? args.experts.x_row[entry] : entry;
     x[k] = args.x + static_cast<std::size_t>(tokens[k]) * args.cols;
   }
   // What a single token's y holds, where the product adds to it (thread r writes row r): loaded right
@@ -300,7 +325,7 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
   __syncthreads();
   // Thread r + kRows * k writes row r of token k.
   const int r = static_cast<int>(threadIdx.x) % kRows, k = static_cast<int>(threadIdx.x) / kRows;
-  if (k >= kTokens || row0 + r >= seg.rows || token0 + k >= args.n_tokens) return;
+  if (k >= kTokens || row0 + r >= seg.rows || token0 + k >= count) return;
   // The folded norm's 1 / rms(x), as launch_rms_norm computes it.
   float scale = 1.0f;
   if constexpr (kNorm) {
@@ -315,7 +340,7 @@ __global__ void __launch_bounds__(kBlockThreads) gemv_kernel(const GemvArgs args
     for (int w = 0; w < kWarps; ++w) sums[m] += partial[w][m][r][k];
     sums[m] *= scale;
   }
-  float* y = seg.y + static_cast<std::size_t>(token0 + k) * seg.rows + row0 + r;
+  float* y = seg.y + static_cast<std::size_t>(first + token0 + k) * seg.rows + row0 + r;
   if constexpr (kMats == 2) {
     *y = swiglu(sums[0], sums[1]);
   } else {
@@ -350,11 +375,15 @@ void with_tokens_per_block(int n_tokens, F&& f) {
   f(std::integral_constant<int, kMaxTokens>{});
 }
 
-// Checks the products against each other and x, and launches one kernel for all of them.
+// Checks the products against each other and x, and launches one kernel for all of them; with
+// `experts`, one product of each picked expert's matrices.
 template <int kMats>
 void launch_products(std::span<const Product> products, GemvInput x, int n_tokens, bool accumulate, const DeviceContext& ctx,
-                     const char* name) {
+                     const char* name, const ExpertProducts* experts = nullptr) {
   require(!products.empty() && products.size() <= kMaxSegments, name, "between 1 and 3 products per launch");
+  require(!experts || (products.size() == 1 && !accumulate && !x.norm.weight && experts->active_slots > 0 &&
+                       experts->active_slots < 65536),
+          name, "expert products: one product, no accumulation or folded norm, and 1 to 65535 expert slots");
   const WeightMatrix& first = *products[0].w[0];
   require(first.rows > 0 && first.cols > 0 && first.cols <= (1u << 30), name, "weight shape is empty or too large");
   require(n_tokens >= 0 && n_tokens <= (1 << 24), name, "bad token count");
@@ -374,6 +403,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
   args.norm = x.norm;
   args.accumulate = accumulate;
   args.n_tokens = n_tokens;
+  if (experts) args.experts = {experts->active, experts->begin, experts->x_row, experts->stride};
   for (std::size_t i = 0; i < products.size(); ++i) {
     Segment& seg = args.segments[i];
     for (int m = 0; m < kMats; ++m) {
@@ -394,7 +424,8 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
     // One token's long rows through the integer path: a block as wide as a row has units (see
     // wide_preload_threads), unless the sums must keep the order of several tokens' kernels.
     const int row_units = args.cols / kRoundedBlockCols;
-    const int wide_threads = n_tokens == 1 && kMats == 1 && integer && !x.fixed_order ? wide_preload_threads(row_units) : 0;
+    const bool preloads = n_tokens == 1 && integer && !experts;  // an expert's address waits for the routing
+    const int wide_threads = preloads && kMats == 1 && !x.fixed_order ? wide_preload_threads(row_units) : 0;
     with_tokens_per_block(n_tokens, [&](auto tokens) {
       constexpr int kTokens = decltype(tokens)::value;
       auto launch = [&](auto rows_per_block, auto integer_dot) {
@@ -404,32 +435,32 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           args.segments[i].first_block = blocks;
           blocks += (args.segments[i].rows + kRows - 1) / kRows;
         }
-        const long long grid = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
-        require(grid < (1ll << 31), name, "too many rows and tokens for one launch");
+        const long long row_blocks = static_cast<long long>(blocks) * ((n_tokens + kTokens - 1) / kTokens);
+        require(row_blocks < (1ll << 31), name, "too many rows and tokens for one launch");
+        const dim3 grid(static_cast<unsigned>(row_blocks), experts ? experts->active_slots : 1);
         constexpr bool kInteger = decltype(integer_dot)::value;
         if constexpr (kTokens == 1 && !kInteger) {
           if (norm) {
-            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, true, false>,
-                                    static_cast<unsigned>(grid), kThreads, 0, ctx, args);
+            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, true, false>, grid, kThreads, 0,
+                                    ctx, args);
           }
         }
         if constexpr (kTokens == 1 && kInteger) {
-          if (row_units <= kThreads) {
-            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>,
-                                    static_cast<unsigned>(grid), kThreads, 0, ctx, args);
+          if (preloads && row_units <= kThreads) {
+            return launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true>, grid, kThreads, 0,
+                                    ctx, args);
           }
           if constexpr (kMats == 1 && kRows == kWideRows) {
             if (wide_threads > 0) {
               auto launch_wide = [&](auto threads) {
                 launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, true, decltype(threads)::value>,
-                                 static_cast<unsigned>(grid), wide_threads, 0, ctx, args);
+                                 grid, wide_threads, 0, ctx, args);
               };
               if (with_constant<192, 256, 320, 384, 448, kMostPreloadThreads>(wide_threads, launch_wide)) return;
             }
           }
         }
-        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, false>, static_cast<unsigned>(grid),
-                         kThreads, 0, ctx, args);
+        launch_dependent(gemv_kernel<D, kMats, kTokens, kRows, kInteger, false, false>, grid, kThreads, 0, ctx, args);
       };
       if constexpr (D::kIntegerDot) {
         if (integer && kTokens == 1) {
@@ -440,7 +471,7 @@ void launch_products(std::span<const Product> products, GemvInput x, int n_token
           // (measured on Q8_0: docs/perf_history.md, v13).
           const std::size_t bytes = kMats * args.row_bytes;
           if (wide_threads > 0) return launch(std::integral_constant<int, kWideRows>{}, std::true_type{});
-          if (args.row_bytes >= 4096 && row_units <= kThreads) {
+          if (args.row_bytes >= 4096 && row_units <= kThreads && preloads) {
             return launch(std::integral_constant<int, 2>{}, std::true_type{});
           }
           if (bytes >= 4096) return launch(std::integral_constant<int, 1>{}, std::true_type{});
@@ -484,6 +515,18 @@ void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvIn
                         const DeviceContext& ctx) {
   const Product product{{&gate, &up}, out};
   launch_products<2>(std::span(&product, 1), x, n_tokens, false, ctx, "launch_gemv_swiglu");
+}
+
+void launch_expert_gemv(const WeightMatrix& w, const ExpertProducts& experts, GemvInput x, float* y,
+                        const DeviceContext& ctx) {
+  const Product product{{&w, nullptr}, y};
+  launch_products<1>(std::span(&product, 1), x, experts.most_entries, false, ctx, "launch_expert_gemv", &experts);
+}
+
+void launch_expert_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const ExpertProducts& experts,
+                               GemvInput x, float* y, const DeviceContext& ctx) {
+  const Product product{{&gate, &up}, y};
+  launch_products<2>(std::span(&product, 1), x, experts.most_entries, false, ctx, "launch_expert_gemv_swiglu", &experts);
 }
 
 }  // namespace rf::gpu

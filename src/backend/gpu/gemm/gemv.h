@@ -1,5 +1,6 @@
 #pragma once
 // The decode GEMV (gemv.cu): a few tokens' products, weights decoded in registers.
+#include <cstdint>
 #include <span>
 
 #include "backend/gpu/quant/activation_copies.h"
@@ -63,5 +64,28 @@ void launch_gemv_group(std::span<const WeightProduct> products, GemvInput x, int
 // fused.
 void launch_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, GemvInput x, int n_tokens, float* out,
                         const DeviceContext& ctx);
+
+// A sparse layer's experts, stacked (expert e's matrix is a WeightMatrix's with data + e * stride), as
+// a batch's routing picks them (backend/gpu/moe/moe.h's ExpertRoutes, on the device).
+struct ExpertProducts {
+  std::size_t stride;
+  const std::int32_t* active;  // the routing's: the experts picked, then -1
+  int active_slots;
+  const std::int32_t* begin;   // the routing's: expert e's entries [begin[e], begin[e + 1])
+  // The row of x an entry multiplies: the routing's `token` (gate and up multiply the tokens' input),
+  // or null for the entry's own row (down multiplies each entry's activations).
+  const std::int32_t* x_row;
+  int most_entries;  // the most entries an expert may have: the batch's token count
+};
+
+// For each picked expert e and each of its entries i: y[i * w.rows + r] = sum_c W_e[r][c] * x[row(i) * w.cols
+// + c], W_e read once for all its entries, the experts nobody picked not at all. As launch_gemv (its
+// integer path where x has an int8 copy), given x.rounded's rows as x's. x takes no folded norm.
+void launch_expert_gemv(const WeightMatrix& w, const ExpertProducts& experts, GemvInput x, float* y,
+                        const DeviceContext& ctx);
+
+// The same with gate and up, SwiGLU fused: y[i * rows + r] = swiglu((W_gate,e x)[r], (W_up,e x)[r]).
+void launch_expert_gemv_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const ExpertProducts& experts,
+                               GemvInput x, float* y, const DeviceContext& ctx);
 
 }  // namespace rf::gpu

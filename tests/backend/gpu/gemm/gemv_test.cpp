@@ -1,13 +1,18 @@
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "backend/gpu/quant/activation_copies.h"
 #include "backend/gpu/norm/norm.h"
 #include "backend/gpu/gemm/gemv.h"
 #include "backend/gpu/gpu_test.h"
+#include "backend/gpu/moe/moe.h"
+#include "models/llama/moe.h"
 #include "util/error.h"
 
 namespace rf::gpu::test {
@@ -227,6 +232,126 @@ TEST_F(Gemv, IntegerPathMultipliesTheRoundedX) {
         std::vector<double> ref(c.rows);
         for (std::size_t r = 0; r < c.rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
         expect_close("int8 gemv swiglu " + token, token_of(got_swiglu, c.rows), ref, kTolerance);
+      }
+    }
+  }
+}
+
+// A sparse layer's experts, stacked as GpuWeights stacks them (expert e at e * stride), and a
+// routing of n tokens to k of them each, grouped on the host (models/llama/moe.h) and uploaded in
+// ExpertRoutes's layout.
+struct StackedExpertsOnDevice {
+  std::vector<EncodedRows> experts;
+  std::size_t stride;
+  DeviceBuffer<std::uint8_t> data;
+  WeightMatrix first() { return {type, rows, cols, data.data()}; }
+  DType type;
+  std::size_t rows, cols;
+};
+
+struct RoutingOnDevice {
+  llama::ExpertGroups groups;
+  DeviceBuffer<std::int32_t> words;
+  ExpertRoutes routes;
+  int slots;
+  int expert_of(int entry) const {
+    return static_cast<int>(std::upper_bound(groups.begin.begin(), groups.begin.end(), entry) - groups.begin.begin()) - 1;
+  }
+};
+
+class ExpertGemv : public Gemv {
+ protected:
+  StackedExpertsOnDevice random_experts(DType type, int n_experts, std::size_t rows, std::size_t cols) {
+    StackedExpertsOnDevice s{{}, 0, {}, type, rows, cols};
+    for (int e = 0; e < n_experts; ++e) s.experts.push_back(encode_rows(type, random_floats(rows * cols), rows, cols));
+    s.stride = (s.experts[0].bytes.size() + 255) / 256 * 256;
+    std::vector<std::uint8_t> bytes(s.stride * n_experts, 0xFF);
+    for (int e = 0; e < n_experts; ++e) std::copy(s.experts[e].bytes.begin(), s.experts[e].bytes.end(), bytes.begin() + e * s.stride);
+    s.data = DeviceBuffer<std::uint8_t>(bytes);
+    return s;
+  }
+
+  // Each token picks k distinct random experts (in random order, as route() returns them by probability).
+  RoutingOnDevice random_routing(int n, int n_experts, int k) {
+    std::vector<llama::ExpertChoice> choices;
+    for (int t = 0; t < n; ++t) {
+      std::vector<int> order(n_experts);
+      std::iota(order.begin(), order.end(), 0);
+      for (int i = n_experts - 1; i > 0; --i) std::swap(order[i], order[random_int(0, i)]);
+      for (int j = 0; j < k; ++j) choices.push_back({order[j], random_floats(1, 0.0f, 1.0f)[0]});
+    }
+    RoutingOnDevice r;
+    llama::group_by_expert(choices, n, k, n_experts, r.groups);
+    std::vector<std::int32_t> words(expert_routes_words(n, n_experts, k), -1);
+    const ExpertRoutes host = expert_routes_at(words.data(), n, n_experts, k);
+    r.slots = active_slots(n, n_experts, k);
+    for (int e = 0, slot = 0; e < n_experts; ++e) {
+      if (r.groups.begin[e + 1] > r.groups.begin[e]) host.active[slot++] = e;
+    }
+    std::copy(r.groups.begin.begin(), r.groups.begin.end(), host.begin);
+    std::copy(r.groups.tokens.begin(), r.groups.tokens.end(), host.token);
+    r.words = DeviceBuffer<std::int32_t>(words);
+    r.routes = expert_routes_at(r.words.data(), n, n_experts, k);
+    return r;
+  }
+};
+
+// Each entry (a token's pick) gets its expert's product with its token's x (gate and up, and SwiGLU of
+// both) or with its own row (down), exactly as one matrix's GEMV: the integer path's products of
+// quantized experts with x's int8 copy, the others' with x, checked against the decoded weights.
+TEST_F(ExpertGemv, MultipliesEachEntryByItsExpert) {
+  constexpr int kExperts = 6;
+  struct Case {
+    int tokens, k;
+    std::size_t rows, cols;
+  };
+  // One token (its k experts' blocks alone), a few, and more than a block's 8 tokens for an expert.
+  const Case cases[] = {{1, 2, 37, 256}, {5, 2, 64, 512}, {20, 3, 19, 768}};
+  for (const DType type : {DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (const Case& c : cases) {
+      if (c.cols % dtype_info(type).block_elems != 0) continue;
+      const std::string name = describe(type, c.rows, c.cols) + fmt::format(", {} tokens, {} of {} experts", c.tokens, c.k, kExperts);
+      auto gate = random_experts(type, kExperts, c.rows, c.cols), up = random_experts(type, kExperts, c.rows, c.cols);
+      auto down = random_experts(type, kExperts, c.rows, c.cols);
+      const RoutingOnDevice routing = random_routing(c.tokens, kExperts, c.k);
+      const int entries = c.tokens * c.k;
+      const bool integer = gemv_reads_rounded(type);
+      // x: the tokens' inputs; h: each entry's own (down's input).
+      const auto x = random_floats(c.tokens * c.cols, -2.0f, 2.0f), h = random_floats(entries * c.cols, -2.0f, 2.0f);
+      DeviceBuffer<float> x_gpu(x), h_gpu(h);
+      RoundedBuffer x_rounded(c.tokens, c.cols), h_rounded(entries, c.cols);
+      launch_quantize_activations(x_gpu.data(), c.tokens, c.cols, x_rounded.view(), ctx());
+      launch_quantize_activations(h_gpu.data(), entries, c.cols, h_rounded.view(), ctx());
+      const GemvInput x_in = integer ? GemvInput{x_gpu.data(), x_rounded.view()} : GemvInput{x_gpu.data()};
+      const GemvInput h_in = integer ? GemvInput{h_gpu.data(), h_rounded.view()} : GemvInput{h_gpu.data()};
+      DeviceBuffer<float> y(entries * c.rows), swiglu(entries * c.rows), y_down(entries * c.rows);
+      for (auto* out : {&y, &swiglu, &y_down}) out->poison();
+      const ExpertProducts of_tokens{gate.stride, routing.routes.active, routing.slots, routing.routes.begin,
+                                     routing.routes.token, c.tokens};
+      launch_expert_gemv(gate.first(), of_tokens, x_in, y.data(), ctx());
+      launch_expert_gemv_swiglu(gate.first(), up.first(), of_tokens, x_in, swiglu.data(), ctx());
+      ExpertProducts of_entries = of_tokens;
+      of_entries.x_row = nullptr;
+      launch_expert_gemv(down.first(), of_entries, h_in, y_down.data(), ctx());
+      synchronize();
+      const std::vector<float> x_used = integer ? x_rounded.download().values : x;
+      const std::vector<float> h_used = integer ? h_rounded.download().values : h;
+      const auto got = y.download(), got_swiglu = swiglu.download(), got_down = y_down.download();
+      for (int i = 0; i < entries; ++i) {
+        const int e = routing.expert_of(i), t = routing.groups.tokens[i];
+        auto row_of = [&](const auto& v, std::size_t width, int r) {
+          return std::vector<float>(v.begin() + r * width, v.begin() + (r + 1) * width);
+        };
+        const auto x_t = row_of(x_used, c.cols, t);
+        const std::string what = name + fmt::format(", entry {} (token {}, expert {})", i, t, e);
+        const auto g = reference_product(gate.experts[e], c.rows, c.cols, x_t);
+        const auto u = reference_product(up.experts[e], c.rows, c.cols, x_t);
+        expect_close("expert gemv " + what, row_of(got, c.rows, i), g, kTolerance);
+        std::vector<double> ref(c.rows);
+        for (std::size_t r = 0; r < c.rows; ++r) ref[r] = g[r] / (1.0 + std::exp(-g[r])) * u[r];
+        expect_close("expert gemv swiglu " + what, row_of(got_swiglu, c.rows, i), ref, kTolerance);
+        expect_close("expert gemv down " + what, row_of(got_down, c.rows, i),
+                     reference_product(down.experts[e], c.rows, c.cols, row_of(h_used, c.cols, i)), kTolerance);
       }
     }
   }
