@@ -30,14 +30,12 @@ struct GenerateFlags {
 // Values the user did not give come from generation_config.json, then from llama.cpp's defaults.
 void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
   auto& s = f.sampling;
-  if (!f.temperature->count()) {
-    if (d.do_sample && !*d.do_sample) s.temperature = 0;
-    else if (d.temperature) s.temperature = *d.temperature;
-  }
-  if (!f.top_k->count() && d.top_k) s.top_k = *d.top_k;
-  if (!f.top_p->count() && d.top_p) s.top_p = *d.top_p;
-  if (!f.min_p->count() && d.min_p) s.min_p = *d.min_p;
-  if (!f.repetition_penalty->count() && d.repetition_penalty) s.repetition_penalty = *d.repetition_penalty;
+  const SamplingParams model = d.sampling();
+  if (!f.temperature->count()) s.temperature = model.temperature;
+  if (!f.top_k->count()) s.top_k = model.top_k;
+  if (!f.top_p->count()) s.top_p = model.top_p;
+  if (!f.min_p->count()) s.min_p = model.min_p;
+  if (!f.repetition_penalty->count()) s.repetition_penalty = model.repetition_penalty;
   if (!f.seed->count()) s.seed = std::random_device{}();
 }
 

@@ -3,12 +3,16 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "engine/backend_select.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"rocmforge: Llama-family inference on ROCm, CUDA and the CPU"};
+  app.set_version_flag("--version", fmt::format("rocmforge {} ({} build; backends: {})", ROCMFORGE_VERSION,
+                                                ROCMFORGE_BUILD_TYPE, fmt::join(rf::built_backends(), ", ")));
   app.require_subcommand(1);
   rf::cli::add_generate_command(app);
   rf::cli::add_perplexity_command(app);

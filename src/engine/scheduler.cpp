@@ -55,7 +55,8 @@ std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
   auto sequence = std::make_unique<ActiveSequence>(std::move(request), channel, runner_.tokenizer(), options_.max_context);
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || static_cast<int>(incoming_.size()) + metrics_.waiting >= options_.max_queued) return nullptr;
+    if (stopping_ || admitted_ >= options_.max_running + options_.max_queued) return nullptr;
+    ++admitted_;
     incoming_.push_back(std::move(sequence));
   }
   wake_.notify_one();
@@ -104,7 +105,9 @@ void Scheduler::drop_cancelled() {
       return true;
     });
   };
-  metrics_.requests_cancelled += drop(running_) + drop(waiting_);
+  const std::size_t dropped = drop(running_) + drop(waiting_);
+  forget(dropped);  // before the count that tells a watcher they are gone
+  metrics_.requests_cancelled += dropped;
 }
 
 bool Scheduler::schedule_running(std::vector<Scheduled>& scheduled, int& budget) {
@@ -266,6 +269,13 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
 void Scheduler::retire(ActiveSequence& sequence) {
   runner_.blocks().release_all(sequence.block_table);
   std::erase_if(running_, [&](const auto& s) { return s.get() == &sequence; });
+  forget(1);
+}
+
+void Scheduler::forget(std::size_t sequences) {
+  if (sequences == 0) return;
+  std::lock_guard lock(mutex_);
+  admitted_ -= static_cast<int>(sequences);
 }
 
 void Scheduler::publish_state() {

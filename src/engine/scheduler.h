@@ -25,7 +25,7 @@ class ModelRunner;
 struct SchedulerOptions {
   int max_context = 0;   // positions one sequence may use; 0: the runner's context
   int max_running = 64;  // sequences in the batch at once
-  int max_queued = 256;  // requests waiting for a place; submit() refuses more
+  int max_queued = 256;  // requests waiting beyond the max_running that run (0: none wait); submit() refuses more
   int step_tokens = 0;   // tokens per forward step (at least max_running); 0: the runner's batch size
   bool prefix_caching = true;
 };
@@ -62,6 +62,7 @@ class Scheduler {
   void sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
                    std::vector<std::optional<TokenLogprobs>>& logprobs);
   void retire(ActiveSequence& sequence);
+  void forget(std::size_t sequences);  // they left the engine: room for as many new requests
   void publish_state();
 
   ModelRunner& runner_;
@@ -72,6 +73,7 @@ class Scheduler {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<ActiveSequence>> incoming_;
+  int admitted_ = 0;  // requests submitted and not yet retired or dropped
   bool stopping_ = false;
 
   // The engine thread's own.

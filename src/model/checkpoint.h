@@ -12,6 +12,7 @@
 
 #include "formats/tensor.h"
 #include "model/config.h"
+#include "model/sampling.h"
 #include "models/llama/weights.h"
 
 namespace rf {
@@ -24,6 +25,19 @@ struct GenerationDefaults {
   std::optional<double> temperature, top_p, min_p, repetition_penalty;
   std::optional<int> top_k;
   std::optional<bool> do_sample;
+
+  // What a request that sets none of them samples with, `generate` and `serve` alike: these, then
+  // llama.cpp's defaults (SamplingParams's); do_sample false makes it greedy.
+  SamplingParams sampling() const {
+    SamplingParams s;
+    if (do_sample && !*do_sample) s.temperature = 0;
+    else if (temperature) s.temperature = *temperature;
+    s.top_p = top_p.value_or(s.top_p);
+    s.min_p = min_p.value_or(s.min_p);
+    s.repetition_penalty = repetition_penalty.value_or(s.repetition_penalty);
+    s.top_k = top_k.value_or(s.top_k);
+    return s;
+  }
 };
 
 enum class CheckpointFormat { HuggingFace, Gguf, Memory };

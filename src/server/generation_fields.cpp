@@ -18,16 +18,16 @@ GenerateOptions generation_fields(const json& body, const GenerationDefaults& de
   o.max_tokens = static_cast<int>(max_tokens.value_or(default_max_tokens.value_or(-1)));
 
   auto& s = o.sampling;
-  const bool greedy_by_default = defaults.do_sample && !*defaults.do_sample;
-  s.temperature = number_field(body, "temperature", 0, 2).value_or(greedy_by_default ? 0.0 : defaults.temperature.value_or(1.0));
-  s.top_p = number_field(body, "top_p", 0, 1).value_or(defaults.top_p.value_or(1.0));
+  const SamplingParams model = defaults.sampling();  // what `generate` samples with too
+  s.temperature = number_field(body, "temperature", 0, 2).value_or(model.temperature);
+  s.top_p = number_field(body, "top_p", 0, 1).value_or(model.top_p);
   if (s.top_p == 0) bad_field("top_p", "must be greater than 0");
   // vLLM's extensions: -1 (or 0) turns top_k off.
-  s.top_k = static_cast<int>(integer_field(body, "top_k", -1, 1 << 30).value_or(defaults.top_k.value_or(0)));
-  s.min_p = number_field(body, "min_p", 0, 1).value_or(defaults.min_p.value_or(0.0));
+  s.top_k = static_cast<int>(integer_field(body, "top_k", -1, 1 << 30).value_or(model.top_k));
+  s.min_p = number_field(body, "min_p", 0, 1).value_or(model.min_p);
   s.presence_penalty = number_field(body, "presence_penalty", -2, 2).value_or(0.0);
   s.frequency_penalty = number_field(body, "frequency_penalty", -2, 2).value_or(0.0);
-  s.repetition_penalty = number_field(body, "repetition_penalty", 0.01, 100).value_or(defaults.repetition_penalty.value_or(1.0));
+  s.repetition_penalty = number_field(body, "repetition_penalty", 0.01, 100).value_or(model.repetition_penalty);
   s.penalty_last_n = -1;  // OpenAI's penalties count every generated token
   const auto seed = integer_field(body, "seed", std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max());
   s.seed = seed ? static_cast<std::uint64_t>(*seed) : std::random_device{}();

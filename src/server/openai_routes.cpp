@@ -87,6 +87,37 @@ Prompt chat_prompt(const json& body, const ModelService& model) {
   return {model.tokenizer().encode(text, false), text};
 }
 
+// Fields of OpenAI's API (and llama-server's) that would change the answer and that this server does
+// not implement yet (issue #28): a 400 naming the field, never a 200 that ignores it. Their neutral
+// values pass: an empty list or object, "text", "none" and "auto" (with no tools), best_of equal to n.
+void refuse_unimplemented(const json& body, std::size_t n) {
+  auto given = [&](const char* name) -> const json* {
+    const auto it = body.find(name);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+  };
+  auto empty = [](const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); };
+  if (const json* f = given("response_format"); f && !(f->is_object() && f->value("type", json()) == "text")) {
+    bad_field("response_format", "structured output (json_object, json_schema) is not implemented yet: only "
+                                 "{\"type\": \"text\"} is taken");
+  }
+  for (const char* name : {"tools", "functions"}) {
+    if (const json* f = given(name); f && !empty(*f)) bad_field(name, "tool calls are not implemented yet");
+  }
+  for (const char* name : {"tool_choice", "function_call"}) {
+    if (const json* f = given(name); f && *f != "none" && *f != "auto") bad_field(name, "tool calls are not implemented yet");
+  }
+  if (const json* f = given("logit_bias"); f && !empty(*f)) bad_field("logit_bias", "is not implemented yet");
+  if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
+  for (const char* name : {"grammar", "json_schema"}) {
+    if (const json* f = given(name); f && !empty(*f)) bad_field(name, "constrained decoding is not implemented yet");
+  }
+  if (const json* f = given("best_of"); f && !(f->is_number_integer() && f->get<long long>() == static_cast<long long>(n))) {
+    bad_field("best_of", "is not implemented: only best_of equal to n (every choice returned) is taken");
+  }
+  if (const json* f = given("modalities"); f && *f != json::array({"text"})) bad_field("modalities", "only [\"text\"] is taken");
+  if (given("audio")) bad_field("audio", "audio output is not implemented");
+}
+
 void complete(ServerContext& context, Api api, const httplib::Request& req, httplib::Response& res) {
   const auto model = context.require_model();
   const json body = parse_body(req.body);
@@ -95,6 +126,7 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
   GenerationRequest request;
   request.options = generation_fields(body, model->defaults(), api == Api::Completions ? std::optional(16) : std::nullopt);
   const auto n = static_cast<std::size_t>(integer_field(body, "n", 1, 16).value_or(1));
+  refuse_unimplemented(body, n);
   ResponseOptions response;
   response.choices_per_prompt = n;
   if (api == Api::Chat) {

@@ -20,6 +20,13 @@ namespace {
 using namespace rf::test::cli;
 namespace fs = std::filesystem;
 
+TEST(Cli, VersionNamesTheBuildAndItsBackends) {
+  const CliRun r = run("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("rocmforge 0.", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("backends: cpu"), std::string::npos) << r.output;
+}
+
 TEST(Cli, GenerateIsDeterministicForASeedAndReportsSpeed) {
   const std::string args = "generate -m " + kModels + "qwen3 -p 'Hello world' -n 12 --seed 7 --temp 0.9 --ignore-eos";
   const CliRun a = run(args), b = run(args);

@@ -160,14 +160,25 @@ TEST_F(SchedulerTest, StopStringsAndTokenLimitsEndRequests) {
 
 TEST_F(SchedulerTest, RefusesWhatCanNeverRunAndWhatDoesNotFitInTheQueue) {
   auto runner = make_runner(1024);
-  Scheduler scheduler(*runner, {.max_queued = 0});
+  Scheduler scheduler(*runner, {.max_running = 1, .max_queued = 0});
   EXPECT_THROW(scheduler.submit(greedy({}, 4)), Error);
   EXPECT_THROW(scheduler.submit(greedy(std::vector<std::int32_t>(512, 5), 4)), Error);
   EXPECT_THROW(scheduler.submit(greedy({1, 99999}, 4)), Error);
   auto bad_sampling = greedy({1, 2}, 4);
   bad_sampling.options.sampling.top_p = 0;
   EXPECT_THROW(scheduler.submit(bad_sampling), Error);
-  EXPECT_EQ(scheduler.submit(greedy({1, 2}, 4)), nullptr);  // the queue holds nothing
+  // No waiting room: the one running slot takes a request, and refuses the next while it runs.
+  auto long_request = greedy({1, 2}, 900);
+  long_request.options.ignore_eos = true;
+  auto running = scheduler.submit(long_request);
+  ASSERT_NE(running, nullptr);
+  EXPECT_EQ(scheduler.submit(greedy({1, 2}, 4)), nullptr);
+  // Once it leaves, the slot takes the next.
+  running->cancel();
+  wait_for([&] { return scheduler.metrics().requests_cancelled == 1; });
+  auto next = scheduler.submit(greedy({1, 2}, 4));
+  ASSERT_NE(next, nullptr);
+  EXPECT_TRUE(collect(*next).finished);
 }
 
 TEST_F(SchedulerTest, LogprobsDescribeTheChosenToken) {

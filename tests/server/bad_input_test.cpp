@@ -1,5 +1,8 @@
 // Malformed and hostile requests get an OpenAI-shaped error with the right status, never a
 // crash, and the server goes on answering.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "test_server.h"
@@ -51,6 +54,38 @@ TEST_F(BadInput, InvalidJsonAndWrongTypes) {
   EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "hi"}]})", 400)["param"], "messages[0].role");
   EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "user", "content": 7}]})", 400)["param"], "messages[0].content");
   EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 3})", 400)["param"], "top_logprobs");
+}
+
+// What would change the answer and is not implemented yet is refused, naming the field; its neutral
+// values are taken.
+TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  const std::pair<const char*, json> refused[] = {
+      {"response_format", {{"type", "json_object"}}},
+      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}}},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}}},
+      {"tool_choice", "required"},
+      {"functions", {{{"name", "f"}}}},
+      {"function_call", {{"name", "f"}}},
+      {"logit_bias", {{"15", 100}}},
+      {"grammar", "root ::= \"yes\""},
+      {"json_schema", {{"type", "object"}}},
+      {"modalities", {"text", "audio"}},
+      {"audio", {{"voice", "alloy"}, {"format", "wav"}}},
+  };
+  for (const auto& [field, value] : refused) {
+    json body = chat;
+    body[field] = value;
+    EXPECT_EQ(expect_error("/v1/chat/completions", body.dump(), 400)["param"], field) << body.dump();
+  }
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "suffix": " end"})", 400)["param"], "suffix");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "best_of": 3})", 400)["param"], "best_of");
+  json neutral = chat;
+  neutral.update({{"response_format", {{"type", "text"}}}, {"tools", json::array()}, {"tool_choice", "none"},
+                  {"logit_bias", json::object()}, {"modalities", {"text"}}, {"best_of", 1}});
+  const auto res = server_->client().Post("/v1/chat/completions", neutral.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 TEST_F(BadInput, EmptyMessagesAndUnknownModels) {
@@ -111,13 +146,24 @@ TEST(ServerLifecycle, HealthIsUnavailableUntilTheModelLoads) {
   EXPECT_EQ(server.client().Get("/ready")->status, 200);
 }
 
+// --max-queue 0 leaves no waiting room, but the running slots still take requests.
 TEST(ServerLifecycle, AFullQueueAnswers429WithRetryAfter) {
-  TestServer server(demo_service({.max_queued = 0}));
-  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi"})", "application/json");
+  TestServer server(demo_service({.max_running = 1, .max_queued = 0}));
+  // Two choices: the one slot takes the first, and nothing waits for it to free.
+  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi", "n": 2})", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 429);
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
   EXPECT_EQ(json::parse(res->body)["error"]["type"], "rate_limit_error");
+  // One choice runs, once the refused request's first choice has left the slot (at the engine's next step).
+  int status = 0;
+  for (int attempt = 0; attempt < 50 && status != 200; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    res = server.client().Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "application/json");
+    ASSERT_TRUE(res);
+    status = res->status;
+  }
+  EXPECT_EQ(status, 200) << res->body;
 }
 
 TEST(ServerLifecycle, TheApiKeyGuardsEverythingButHealth) {
