@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/client_connection.h"
 #include "server/generation_fields.h"
 #include "server/json_fields.h"
 #include "server/openai_protocol.h"
@@ -168,8 +169,10 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
     stream_events(res, std::move(generations), std::move(formatter), model);
     return;
   }
-  const auto results = read_all(*generations, [&] { return context.stopping(); });
-  if (!results) throw ApiError(503, "the server is shutting down");
+  const ClientConnection client(req);
+  const auto results = read_all(*generations, [&] { return context.stopping() || client.closed(); });
+  if (!results && context.stopping()) throw ApiError(503, "the server is shutting down");
+  if (!results) return;  // the client hung up: `generations` cancels what still runs as it goes
   for (const auto& g : *results) {
     if (g.error) throw ApiError(500, *g.error);
   }

@@ -89,9 +89,9 @@ TEST_F(Jobs, DeleteCancelsAJobNobodyStreamed) {
   EXPECT_EQ(server_->model().scheduler().metrics().kv_blocks_used, 0);
 }
 
-// A raw socket that sends a streaming request, reads the first bytes of the answer and hangs up.
-void stream_then_hang_up(int port, const std::string& body) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+// A raw socket that sends `body` to /v1/completions, left open in fd.
+void send_completion(int port, const std::string& body, int& fd) {
+  fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -100,6 +100,12 @@ void stream_then_hang_up(int port, const std::string& body) {
   const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
                               std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+}
+
+// A raw socket that sends a streaming request, reads the first bytes of the answer and hangs up.
+void stream_then_hang_up(int port, const std::string& body) {
+  int fd = -1;
+  ASSERT_NO_FATAL_FAILURE(send_completion(port, body, fd));
   std::string received;
   char buffer[4096];
   while (received.find("\"text\"") == std::string::npos) {
@@ -118,6 +124,23 @@ TEST_F(Jobs, AClientThatHangsUpMidStreamIsCancelled) {
   wait_until_idle(server_->model());
   EXPECT_EQ(metrics.kv_blocks_used, 0);
   EXPECT_EQ(metrics.running, 0);
+}
+
+// A whole (non-streaming) answer is written only at the end: the server watches the connection while
+// it generates, and a client that hangs up before then cancels its request.
+TEST_F(Jobs, AClientThatHangsUpBeforeAWholeAnswerIsCancelled) {
+  auto& metrics = server_->model().scheduler().metrics();
+  const auto cancelled_before = metrics.requests_cancelled.load();
+  const auto finished_before = metrics.requests_finished.load();
+  int fd = -1;
+  ASSERT_NO_FATAL_FAILURE(send_completion(
+      server_->port(), json{{"prompt", "And God said"}, {"max_tokens", 450}, {"ignore_eos", true}}.dump(), fd));
+  ASSERT_TRUE(wait_for([&] { return metrics.running == 1; }));
+  close(fd);
+  EXPECT_TRUE(wait_for([&] { return metrics.requests_cancelled == cancelled_before + 1; }));
+  EXPECT_EQ(metrics.requests_finished, finished_before);
+  wait_until_idle(server_->model());
+  EXPECT_EQ(metrics.kv_blocks_used, 0);
 }
 
 TEST_F(Jobs, MetricsAreInPrometheusFormat) {
