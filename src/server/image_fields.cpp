@@ -14,12 +14,6 @@ namespace rf::server {
 
 namespace sd = stable_diffusion;
 
-void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : body.items()) {
-    if (std::ranges::find(known, key) == known.end()) bad_field(key, "is not a field this request takes");
-  }
-}
-
 namespace {
 
 std::vector<std::uint8_t> bytes_from_base64(std::string_view text, const std::string& field) {

@@ -27,8 +27,6 @@ struct ImageLimits {
   static constexpr int kMaxImages = 8;  // a request's n or batch_size
 };
 
-// A 400 naming the first field of `body` not in `known`.
-void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known);
 
 // An image sent as base64 (standard, padded; a "data:image/...;base64," prefix is allowed), decoded
 // as RGB, or as a gray mask.

@@ -1,5 +1,6 @@
 #include "server/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -10,6 +11,12 @@ namespace rf::server {
 
 void bad_field(const std::string& field, const std::string& why) {
   throw ApiError(400, fmt::format("'{}' {}", field, why), field);
+}
+
+void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : body.items()) {
+    if (std::ranges::find(known, key) == known.end()) bad_field(key, "is not a field this request takes");
+  }
 }
 
 json parse_body(const std::string& body) {

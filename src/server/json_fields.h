@@ -1,8 +1,10 @@
 #pragma once
 // Typed, range-checked reads of a request's JSON fields. A missing or null field is "not given";
 // a field of the wrong type or out of range is a 400 naming it.
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,5 +25,8 @@ std::vector<std::string> strings_field(const json& body, const char* name, std::
 
 // A 400 naming `field`.
 [[noreturn]] void bad_field(const std::string& field, const std::string& why);
+
+// A 400 naming the first field of `body` not in `known`.
+void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known);
 
 }  // namespace rf::server

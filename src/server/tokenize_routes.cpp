@@ -1,0 +1,73 @@
+// llama-server's POST /tokenize and POST /detokenize, for clients that count or inspect tokens
+// (llama.cpp's web UI, llama-cpp-python's server client): the served model's own tokenizer.
+#include <fmt/format.h>
+
+#include "server/json_fields.h"
+#include "server/routes.h"
+
+namespace rf::server {
+
+namespace {
+
+// A piece as llama-server writes it: its text where that is valid UTF-8, else its bytes.
+json piece(const std::string& text) {
+  try {
+    (void)json(text).dump();  // throws on invalid UTF-8
+    return text;
+  } catch (const json::exception&) {
+    json bytes = json::array();
+    for (unsigned char c : text) bytes.push_back(c);
+    return bytes;
+  }
+}
+
+void tokenize(const ModelService& model, const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req.body);
+  refuse_unknown_fields(body, {"content", "add_special", "parse_special", "with_pieces"});
+  const auto content = string_field(body, "content");
+  if (!content) bad_field("content", "is required");
+  // Special tokens written in the text are always recognised (as transformers does).
+  if (!bool_field(body, "parse_special").value_or(true)) {
+    bad_field("parse_special", "false is not supported: special tokens in the text are always recognised");
+  }
+  const auto ids = model.tokenizer().encode(*content, bool_field(body, "add_special").value_or(false));
+  json tokens = json::array();
+  const bool with_pieces = bool_field(body, "with_pieces").value_or(false);
+  for (const auto id : ids) {
+    if (!with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    tokens.push_back({{"id", id}, {"piece", piece(model.tokenizer().decode({id}))}});
+  }
+  send_json(res, {{"tokens", std::move(tokens)}});
+}
+
+void detokenize(const ModelService& model, const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req.body);
+  refuse_unknown_fields(body, {"tokens"});
+  const auto it = body.find("tokens");
+  if (it == body.end() || !it->is_array()) bad_field("tokens", "must be an array of token ids");
+  const auto vocab = static_cast<long long>(model.tokenizer().vocab_size());
+  std::vector<std::int32_t> ids;
+  for (const auto& id : *it) {
+    if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= vocab) {
+      bad_field("tokens", fmt::format("must hold token ids from 0 to {}", vocab - 1));
+    }
+    ids.push_back(static_cast<std::int32_t>(id.get<long long>()));
+  }
+  send_json(res, {{"content", model.tokenizer().decode(ids)}});
+}
+
+}  // namespace
+
+void add_tokenize_routes(httplib::Server& http, ServerContext& context) {
+  http.Post("/tokenize", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    tokenize(*context.require_model(), req, res);
+  }));
+  http.Post("/detokenize", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    detokenize(*context.require_model(), req, res);
+  }));
+}
+
+}  // namespace rf::server
