@@ -1,11 +1,16 @@
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <random>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/runner_options.h"
 #include "engine/generate.h"
+#include "util/error.h"
 
 namespace rf::cli {
 
@@ -14,6 +19,7 @@ namespace {
 struct GenerateFlags {
   RunnerFlags runner;
   std::string prompt;
+  std::string prompt_file;
   int max_tokens = 256;
   bool ignore_eos = false;
   bool no_special = false;
@@ -39,11 +45,22 @@ void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
   if (!f.seed->count()) s.seed = std::random_device{}();
 }
 
+// The prompt: -p TEXT, -p - (standard input) or -f FILE, read whole.
+std::string prompt_text(const GenerateFlags& f) {
+  if (f.prompt.empty() == f.prompt_file.empty()) fail("give the prompt as -p TEXT, -p - (standard input) or -f FILE");
+  if (f.prompt == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  if (f.prompt_file.empty()) return f.prompt;
+  std::ifstream in(f.prompt_file, std::ios::binary);
+  if (!in) fail("cannot read the prompt file {}", f.prompt_file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 void run(GenerateFlags& f) {
   f.sampling.validate();
+  const std::string text = prompt_text(f);
   auto runner = f.runner.load();
   apply_model_defaults(f, runner->checkpoint().generation_defaults());
-  const auto prompt = runner->tokenizer().encode(f.prompt, !f.no_special);
+  const auto prompt = runner->tokenizer().encode(text, !f.no_special);
   GenerateOptions options;
   options.max_tokens = f.max_tokens;
   options.stop = f.stop;
@@ -68,12 +85,13 @@ void add_generate_command(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a prompt, streaming it as it is produced");
   flags->runner.add_to(*cmd);
-  cmd->add_option("-p,--prompt", flags->prompt, "The prompt text")->required();
+  cmd->add_option("-p,--prompt", flags->prompt, "The prompt text (-: read it from standard input)");
+  cmd->add_option("-f,--file", flags->prompt_file, "Read the prompt from this file");
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Tokens to generate at most (-1: until the context is full)")
       ->check(CLI::Range(-1, 1 << 30));
   auto& s = flags->sampling;
   flags->temperature = cmd->add_option("--temp", s.temperature, "Temperature (0: greedy)");
-  flags->top_k = cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)");
+  flags->top_k = cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
   flags->top_p = cmd->add_option("--top-p", s.top_p, "Nucleus sampling threshold (1: off)");
   flags->min_p = cmd->add_option("--min-p", s.min_p, "Drop tokens below min-p times the top probability (0: off)");
   flags->repetition_penalty = cmd->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");

@@ -243,6 +243,41 @@ TEST(Cli, GenerateWithoutAModelUsesTheDemoModel) {
   EXPECT_NE(r.output.find("generation: 8 tokens"), std::string::npos) << r.output;
 }
 
+// The generated text of a run's output: what comes before the timings (stderr, which the output
+// interleaves with stdout).
+std::string generated_text(const std::string& output) { return output.substr(0, output.find("prompt: ")); }
+
+TEST(Cli, GenerateReadsThePromptFromStandardInputOrAFile) {
+  const CliRun given = run("generate -p 'In the beginning' -n 8 --temp 0");
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  const CliRun piped = run("generate -p - -n 8 --temp 0", "In the beginning");
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(generated_text(piped.output), generated_text(given.output));
+  const fs::path file = scratch_file("prompt.txt");
+  std::ofstream(file) << "In the beginning";
+  const CliRun from_file = run("generate -f " + file.string() + " -n 8 --temp 0");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  EXPECT_EQ(generated_text(from_file.output), generated_text(given.output));
+  expect_clean_failure("generate -n 8", "-p TEXT");
+  expect_clean_failure("generate -p hi -f " + file.string(), "-p TEXT");
+  expect_clean_failure("generate -f /no/such/prompt", "/no/such/prompt");
+}
+
+// Values out of sense: a negative top-k is refused; threads past the machine's and a context past the
+// model's training run, with a warning.
+TEST(Cli, ValuesOutOfSenseAreRefusedOrWarnedAbout) {
+  const CliRun top_k = run("generate -p hi --top-k -5");
+  EXPECT_NE(top_k.exit_code, 0);
+  EXPECT_NE(top_k.output.find("--top-k"), std::string::npos) << top_k.output;
+  const CliRun threads = run("generate -p hi -n 1 --threads 999");
+  ASSERT_EQ(threads.exit_code, 0) << threads.output;
+  EXPECT_NE(threads.output.find("warning: --threads 999"), std::string::npos) << threads.output;
+  // qwen2's fixture was trained for 512 positions.
+  const CliRun context = run("generate -m " + kModels + "qwen2 -p hi -n 1 --ctx-size 1024");
+  ASSERT_EQ(context.exit_code, 0) << context.output;
+  EXPECT_NE(context.output.find("warning: a context of 1024 tokens"), std::string::npos) << context.output;
+}
+
 }  // namespace
 
 namespace {
