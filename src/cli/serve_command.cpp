@@ -137,6 +137,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", flags->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", flags->http.port, "Port to listen on (0: any free one)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", flags->http.api_key, "Require 'Authorization: Bearer KEY' (default: $ROCMFORGE_API_KEY)");
+  cmd->add_option("--cors-origin", flags->http.cors_origins,
+                  "Let web pages of this origin call the API from a browser (repeatable; *: any; default: none)");
   cmd->add_option("--served-model-name", flags->model_name, "The model's name in the API (default: its folder or file name)");
   flags->text_only = {cmd->get_option("--ctx-size"), cmd->get_option("--batch-size"), cmd->get_option("--batch-invariant")};
   cmd->add_option("--kv-size", flags->runner.options.kv_cache_tokens, "Positions the KV cache holds for all requests together")

@@ -4,8 +4,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <csignal>
 #include <algorithm>
+#include <csignal>
 
 #include <fmt/format.h>
 
@@ -52,7 +52,8 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   });
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     bool handled = false;
-    check_api_key(req, res, handled);
+    allow_origin(req, res, handled);  // first: a preflight carries no API key
+    if (!handled) check_api_key(req, res, handled);
     return handled ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
   });
   http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -81,6 +82,22 @@ void HttpServer::check_api_key(const httplib::Request& req, httplib::Response& r
   if (same_secret(req.get_header_value("Authorization"), "Bearer " + options_.api_key)) return;
   res.set_header("WWW-Authenticate", "Bearer");
   send_error(res, 401, "a valid API key is required: send 'Authorization: Bearer KEY'", "", "invalid_api_key");
+  handled = true;
+}
+
+void HttpServer::allow_origin(const httplib::Request& req, httplib::Response& res, bool& handled) const {
+  const auto& allowed = options_.cors_origins;
+  const std::string origin = req.get_header_value("Origin");
+  const bool any = std::ranges::find(allowed, "*") != allowed.end();
+  if (origin.empty() || (!any && std::ranges::find(allowed, origin) == allowed.end())) return;
+  res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+  if (!any) res.set_header("Vary", "Origin");
+  if (req.method != "OPTIONS" || !req.has_header("Access-Control-Request-Method")) return;
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+  const std::string headers = req.get_header_value("Access-Control-Request-Headers");
+  res.set_header("Access-Control-Allow-Headers", headers.empty() ? "Authorization, Content-Type" : headers);
+  res.set_header("Access-Control-Max-Age", "86400");
+  res.status = 204;
   handled = true;
 }
 

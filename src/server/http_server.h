@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <httplib.h>
 
@@ -17,6 +18,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port
   std::string api_key = {};  // empty: no authentication
+  // Origins whose web pages may call the API from a browser (CORS); "*": any. Empty: none, as a
+  // browser then keeps pages of other origins from reading the answers.
+  std::vector<std::string> cors_origins = {};
   std::size_t max_body_bytes = 8 << 20;
   int threads = 64;  // connections served at once (streams hold theirs until they end)
 };
@@ -35,6 +39,8 @@ class HttpServer {
 
  private:
   void check_api_key(const httplib::Request& req, httplib::Response& res, bool& handled) const;
+  // Adds the CORS headers an allowed origin's request gets, and answers its preflight (handled).
+  void allow_origin(const httplib::Request& req, httplib::Response& res, bool& handled) const;
 
   ServerOptions options_;
   ServerContext context_;

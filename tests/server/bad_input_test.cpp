@@ -166,6 +166,34 @@ TEST(ServerLifecycle, AFullQueueAnswers429WithRetryAfter) {
   EXPECT_EQ(status, 200) << res->body;
 }
 
+// --cors-origin: an allowed origin's requests carry Access-Control-Allow-Origin and its preflights are
+// answered (before the API key, which a preflight never carries); other origins get neither.
+TEST(ServerLifecycle, AllowedOriginsGetCorsHeadersAndPreflights) {
+  TestServer server(demo_service(), ServerOptions{.api_key = "sesame", .cors_origins = {"http://app.example"}});
+  httplib::Headers preflight = {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "POST"},
+                                {"Access-Control-Request-Headers", "authorization, content-type"}};
+  auto res = server.client().Options("/v1/chat/completions", preflight);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_NE(res->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  res = server.client("sesame").Get("/v1/models", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  preflight.erase("Origin");
+  preflight.emplace("Origin", "http://elsewhere.example");
+  res = server.client().Options("/v1/chat/completions", preflight);
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->status, 204);
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin"));
+  TestServer any(demo_service(), ServerOptions{.cors_origins = {"*"}});
+  res = any.client().Get("/v1/models", {{"Origin", "http://elsewhere.example"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "*");
+}
+
 TEST(ServerLifecycle, TheApiKeyGuardsEverythingButHealth) {
   TestServer server(demo_service(), ServerOptions{.api_key = "sesame"});
   EXPECT_EQ(server.client().Get("/health")->status, 200);
