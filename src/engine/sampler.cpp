@@ -8,7 +8,10 @@ namespace rf {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
-void Sampler::apply_penalties(std::span<float> logits, std::span<const std::int32_t> history) const {
+void Sampler::adjust_logits(std::span<float> logits, std::span<const std::int32_t> history) const {
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (static_cast<std::size_t>(token) < logits.size()) logits[token] += bias;
+  }
   std::unordered_map<std::int32_t, int> counts;
   for (auto id : penalty_window(params_, history)) ++counts[id];
   for (const auto& [id, count] : counts) {
@@ -62,7 +65,7 @@ std::vector<double> Sampler::filtered_weights(std::span<const float> logits) {
 }
 
 std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32_t> history) {
-  apply_penalties(logits, history);
+  adjust_logits(logits, history);
   if (params_.temperature <= 0) {
     return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
@@ -73,7 +76,7 @@ std::int32_t Sampler::sample(std::span<float> logits, std::span<const std::int32
 
 std::vector<std::pair<std::int32_t, double>> Sampler::distribution(std::span<float> logits,
                                                                    std::span<const std::int32_t> history) {
-  apply_penalties(logits, history);
+  adjust_logits(logits, history);
   const auto weights = filtered_weights(logits);
   double total = 0;
   for (double w : weights) total += w;

@@ -27,7 +27,8 @@ class Sampler : public TokenSampler {
                                                             std::span<const std::int32_t> history);
 
  private:
-  void apply_penalties(std::span<float> logits, std::span<const std::int32_t> history) const;
+  // logit_bias, then the penalties.
+  void adjust_logits(std::span<float> logits, std::span<const std::int32_t> history) const;
   // Leaves the surviving tokens in candidates_, most likely first, and returns their weights at temperature.
   std::vector<double> filtered_weights(std::span<const float> logits);
 

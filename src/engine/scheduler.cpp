@@ -50,6 +50,9 @@ std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
     fail("the prompt has {} tokens, which does not fit in the context of {} tokens", prompt.size(), options_.max_context);
   }
   if (request.options.max_tokens == 0) fail("max_tokens must be at least 1");
+  for (const auto& [id, bias] : request.options.sampling.logit_bias) {
+    if (id < 0 || id >= vocab) fail("logit_bias names token id {}, outside the vocabulary (0..{})", id, vocab - 1);
+  }
   auto channel = std::make_shared<RequestChannel>();
   // Built here, on the caller's thread, so that bad sampling values throw to the caller.
   auto sequence = std::make_unique<ActiveSequence>(std::move(request), channel, runner_.tokenizer(), options_.max_context);
@@ -237,7 +240,8 @@ void Scheduler::execute(const std::vector<Scheduled>& scheduled) {
 }
 
 // The next token of every sequence whose last token ran. The backend samples (on its device,
-// where it has one) unless someone wants log-probabilities, which need the logits on the host.
+// where it has one) unless someone wants log-probabilities or a logit bias, which need the logits on
+// the host.
 void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
                             std::vector<std::optional<TokenLogprobs>>& logprobs) {
   std::vector<ActiveSequence*> sampling;
@@ -245,7 +249,9 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
     if (s->computed + count == s->tokens.size()) sampling.push_back(s);
   }
   logprobs.assign(sampling.size(), std::nullopt);
-  const bool host_logits = std::any_of(sampling.begin(), sampling.end(), [](auto* s) { return s->top_logprobs() >= 0; });
+  const bool host_logits = std::any_of(sampling.begin(), sampling.end(), [](auto* s) {
+    return s->top_logprobs() >= 0 || !s->sampler().params().logit_bias.empty();
+  });
   if (!host_logits) {
     std::vector<SampleRow> rows;
     for (auto* s : sampling) rows.push_back({s->sampler(), s->penalty_history()});

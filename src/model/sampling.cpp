@@ -16,6 +16,10 @@ void SamplingParams::validate() const {
   }
   if (!std::isfinite(presence_penalty) || !std::isfinite(frequency_penalty)) fail("penalties must be finite");
   if (penalty_last_n < -1) fail("penalty window must be >= -1, got {}", penalty_last_n);
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) fail("logit_bias names token {}, which is not a token id", token);
+    if (!(bias >= -100 && bias <= 100)) fail("logit_bias of token {} must be in [-100, 100], got {}", token, bias);
+  }
 }
 
 bool penalises(const SamplingParams& params) {

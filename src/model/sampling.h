@@ -4,6 +4,8 @@
 // and the sequence's sampler, whose random stream continues from one step to the next.
 #include <cstdint>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace rf {
 
@@ -17,6 +19,10 @@ struct SamplingParams {
   double presence_penalty = 0.0;
   double frequency_penalty = 0.0;
   std::uint64_t seed = 0;
+  // Added to these tokens' logits before anything else (OpenAI's logit_bias: -100 to 100, where
+  // -100 bans a token and 100 all but forces it). Only the host sampler applies it: a backend that
+  // samples on its device leaves such rows to the host.
+  std::vector<std::pair<std::int32_t, float>> logit_bias;
 
   // Throws rf::Error naming the first out-of-range value.
   void validate() const;

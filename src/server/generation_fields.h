@@ -1,6 +1,6 @@
 #pragma once
 // The generation settings an OpenAI-style request body carries (max_tokens, temperature, top_p,
-// top_k, min_p, penalties, seed, stop, ignore_eos). What a request leaves out comes from the
+// top_k, min_p, penalties, logit_bias, seed, stop, ignore_eos). What a request leaves out comes from the
 // model's generation_config.json, then from llama.cpp's defaults, as `generate` takes them
 // (GenerationDefaults::sampling).
 #include <optional>

@@ -90,7 +90,7 @@ Prompt chat_prompt(const json& body, const ModelService& model) {
 
 // Fields of OpenAI's API (and llama-server's) that would change the answer and that this server does
 // not implement yet (issue #28): a 400 naming the field, never a 200 that ignores it. Their neutral
-// values pass: an empty list or object, "text", "none" and "auto" (with no tools), best_of equal to n.
+// values pass: an empty list, "text", "none" and "auto" (with no tools), best_of equal to n.
 void refuse_unimplemented(const json& body, std::size_t n) {
   auto given = [&](const char* name) -> const json* {
     const auto it = body.find(name);
@@ -107,7 +107,6 @@ void refuse_unimplemented(const json& body, std::size_t n) {
   for (const char* name : {"tool_choice", "function_call"}) {
     if (const json* f = given(name); f && *f != "none" && *f != "auto") bad_field(name, "tool calls are not implemented yet");
   }
-  if (const json* f = given("logit_bias"); f && !empty(*f)) bad_field("logit_bias", "is not implemented yet");
   if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
   for (const char* name : {"grammar", "json_schema"}) {
     if (const json* f = given(name); f && !empty(*f)) bad_field(name, "constrained decoding is not implemented yet");

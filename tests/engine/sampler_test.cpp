@@ -113,6 +113,26 @@ TEST(Sampler, PenaltiesFollowLlamaCpp) {
   EXPECT_FLOAT_EQ(logits[3], 0.5f / 2 - 0.5f - 0.25f);
 }
 
+// OpenAI's logit_bias is added to the logits before the penalties: -100 bans the argmax, 100 forces a
+// token far below it.
+TEST(Sampler, LogitBiasIsAddedBeforeThePenalties) {
+  auto logits = random_logits(1000, std::random_device{}());
+  const auto best = static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const auto worst = static_cast<std::int32_t>(std::min_element(logits.begin(), logits.end()) - logits.begin());
+  SamplingParams p = unfiltered(0.0);
+  p.logit_bias = {{best, -100.0f}};
+  auto banned = logits;
+  EXPECT_NE(Sampler(p).sample(banned, {}), best);
+  EXPECT_FLOAT_EQ(banned[best], logits[best] - 100.0f);
+  p.logit_bias = {{worst, 100.0f}};
+  p.repetition_penalty = 2.0;
+  auto forced = logits;
+  const std::vector<std::int32_t> history = {worst};
+  Sampler(p).sample(forced, history);
+  const float biased = logits[worst] + 100.0f;
+  EXPECT_FLOAT_EQ(forced[worst], biased > 0 ? biased / 2 : biased * 2);
+}
+
 TEST(Sampler, RejectsInvalidParameters) {
   SamplingParams p;
   p.temperature = -1;
@@ -125,6 +145,11 @@ TEST(Sampler, RejectsInvalidParameters) {
   EXPECT_THROW(Sampler{p}, Error);
   p = SamplingParams{};
   p.repetition_penalty = 0;
+  EXPECT_THROW(Sampler{p}, Error);
+  p = SamplingParams{};
+  p.logit_bias = {{3, 101.0f}};
+  EXPECT_THROW(Sampler{p}, Error);
+  p.logit_bias = {{-1, 1.0f}};
   EXPECT_THROW(Sampler{p}, Error);
 }
 

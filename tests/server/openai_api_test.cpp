@@ -114,6 +114,14 @@ TEST_F(OpenAiApi, StopStringsEndTheTextBeforeThem) {
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
 }
 
+// A bias of 100 on one token makes greedy decoding repeat it, whatever the model prefers.
+TEST_F(OpenAiApi, LogitBiasSteersTheTokens) {
+  constexpr std::int32_t kToken = 100;
+  const json r = post("/v1/completions", {{"prompt", "In the beginning"}, {"max_tokens", 4}, {"temperature", 0},
+                                          {"ignore_eos", true}, {"logit_bias", {{std::to_string(kToken), 100}}}});
+  EXPECT_EQ(r["choices"][0]["text"], server_->model().tokenizer().decode({kToken, kToken, kToken, kToken}));
+}
+
 TEST_F(OpenAiApi, SeededSamplingRepeatsAndChoicesDiffer) {
   const json request = {{"prompt", "Blessed are the"}, {"max_tokens", 16}, {"temperature", 1.0}, {"seed", 42}, {"top_k", 50}, {"min_p", 0.01}};
   EXPECT_EQ(post("/v1/completions", request)["choices"], post("/v1/completions", request)["choices"]);

@@ -37,6 +37,7 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, const DeviceContext
   params_.clear();
   history_.clear();
   for (const auto& row : rows) {
+    if (!row.sampler.params().logit_bias.empty()) fail("a logit bias is applied by the host sampler, not the device's");
     const auto window = penalty_window(row.sampler.params(), row.history);
     params_.push_back(row_sampling(row.sampler.params(), row.sampler.next_draw(), static_cast<int>(history_.size()),
                                    static_cast<int>(window.size())));
