@@ -39,10 +39,11 @@ int needed_ctx(const BenchSettings& s) {
   return ctx;
 }
 
+// -m MODEL, --synthetic NAME, or neither: the bundled demo model, as `generate` takes it.
 std::unique_ptr<ModelRunner> load(BenchFlags& f) {
-  if (f.model.empty() == f.synthetic.empty()) fail("give exactly one of -m MODEL and --synthetic NAME");
+  if (!f.model.empty() && !f.synthetic.empty()) fail("give exactly one of -m MODEL and --synthetic NAME");
   if (f.options.ctx_size == 0) f.options.ctx_size = needed_ctx(f.settings);
-  if (!f.model.empty()) return std::make_unique<ModelRunner>(f.model, f.options);
+  if (f.synthetic.empty()) return std::make_unique<ModelRunner>(f.model.empty() ? default_model_path() : f.model, f.options);
   return std::make_unique<ModelRunner>(build_synthetic_model(f.synthetic, parse_dtype(f.dtype), 42), std::nullopt, f.options);
 }
 
@@ -51,7 +52,7 @@ void run(BenchFlags& f) {
   const DeviceCeilings ceilings = runner->backend().measure_ceilings();
   const auto rows = run_bench(*runner, f.settings, ceilings);
   const Checkpoint& ckpt = runner->checkpoint();
-  const std::string model = f.model.empty() ? f.synthetic : f.model;
+  const std::string model = !f.synthetic.empty() ? f.synthetic : f.model.empty() ? default_model_path() : f.model;
   if (f.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows) {
@@ -80,7 +81,7 @@ void run(BenchFlags& f) {
 void add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed against the device's bounds");
-  cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file");
+  cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file (default, without --synthetic: the bundled demo model)");
   cmd->add_option("--synthetic", flags->synthetic, "A random-weight model of a real shape: llama3-1b, llama3-8b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b, mixtral-8x7b, qwen3-30b-a3b");
   cmd->add_option("--dtype", flags->dtype, "Weight type of a synthetic model: " + weight_dtype_names());
   cmd->add_option("-p,--n-prompt", flags->settings.prompt_lengths, "Prompt lengths (comma-separated; 0 skips)")->delimiter(',');

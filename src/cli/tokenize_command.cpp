@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/runner_options.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -29,7 +30,7 @@ Tokenizer load_tokenizer(const std::string& path) {
 }
 
 void run(const TokenizeFlags& f) {
-  const Tokenizer tokenizer = load_tokenizer(f.model);
+  const Tokenizer tokenizer = load_tokenizer(f.model.empty() ? default_model_path() : f.model);
   if (!f.jsonl) {
     const std::string text(std::istreambuf_iterator<char>(std::cin), {});
     fmt::print("[{}]\n", fmt::join(tokenizer.encode(text, !f.no_special), ", "));
@@ -53,7 +54,7 @@ void run(const TokenizeFlags& f) {
 void add_tokenize_command(CLI::App& app) {
   auto flags = std::make_shared<TokenizeFlags>();
   auto* cmd = app.add_subcommand("tokenize", "Print the token ids of standard input");
-  cmd->add_option("-m,--model", flags->model, "A model folder, a .gguf file or a tokenizer.json")->required();
+  cmd->add_option("-m,--model", flags->model, "A model folder, a .gguf file or a tokenizer.json (default: the bundled demo model)");
   cmd->add_flag("--jsonl", flags->jsonl, "Each input line is a JSON string; print one JSON array of ids per line (no BOS/EOS)");
   cmd->add_flag("--no-special", flags->no_special, "Do not add BOS/EOS");
   cmd->callback([flags] { run(*flags); });

@@ -243,6 +243,17 @@ TEST(Cli, GenerateWithoutAModelUsesTheDemoModel) {
   EXPECT_NE(r.output.find("generation: 8 tokens"), std::string::npos) << r.output;
 }
 
+// tokenize and bench take the demo model too when given none.
+TEST(Cli, TokenizeAndBenchWithoutAModelUseTheDemoModel) {
+  const CliRun tokens = run("tokenize", "In the beginning");
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.output;
+  const CliRun demo = run("tokenize -m " + std::string(ROCMFORGE_SOURCE_DIR) + "/models/kjv-llama", "In the beginning");
+  EXPECT_EQ(tokens.output, demo.output);
+  const CliRun bench = run("bench --device cpu -p 8 -n 2 -r 1 --json");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("kjv-llama"), std::string::npos) << bench.output;
+}
+
 // The generated text of a run's output: what comes before the timings (stderr, which the output
 // interleaves with stdout).
 std::string generated_text(const std::string& output) { return output.substr(0, output.find("prompt: ")); }
