@@ -42,6 +42,7 @@ class Scheduler {
   std::shared_ptr<RequestChannel> submit(GenerationRequest request);
 
   int max_context() const { return options_.max_context; }
+  int max_running() const { return options_.max_running; }
   const EngineMetrics& metrics() const { return metrics_; }
 
  private:

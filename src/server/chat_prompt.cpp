@@ -83,8 +83,8 @@ nlohmann::ordered_json checked_message(const json& message, std::size_t index) {
 
 }  // namespace
 
-ChatPrompt::ChatPrompt(ChatTemplate chat_template, std::string bos, std::string eos)
-    : template_(std::move(chat_template)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+ChatPrompt::ChatPrompt(std::string source, std::string bos, std::string eos)
+    : template_(ChatTemplate::parse(source)), source_(std::move(source)), bos_(std::move(bos)), eos_(std::move(eos)) {}
 
 std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const Tokenizer& tokenizer) {
   std::optional<std::string> source;
@@ -94,7 +94,7 @@ std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const T
     source = hf_template(fs::path(checkpoint.tokenizer_json()).parent_path());
   }
   if (!source) return std::nullopt;
-  return ChatPrompt(ChatTemplate::parse(*source), token_text(tokenizer, tokenizer.bos_id()), token_text(tokenizer, tokenizer.eos_id()));
+  return ChatPrompt(std::move(*source), token_text(tokenizer, tokenizer.bos_id()), token_text(tokenizer, tokenizer.eos_id()));
 }
 
 std::string ChatPrompt::render(const json& messages, bool add_generation_prompt, const json& extra) const {

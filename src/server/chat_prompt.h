@@ -20,11 +20,13 @@ class ChatPrompt {
   // Checks OpenAI's `messages` (400 naming what is wrong) and renders them; `extra` holds more
   // variables for the template (vLLM's chat_template_kwargs, e.g. enable_thinking).
   std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const;
+  const std::string& source() const { return source_; }  // the template's text, as the checkpoint holds it
 
  private:
-  ChatPrompt(ChatTemplate chat_template, std::string bos, std::string eos);
+  ChatPrompt(std::string source, std::string bos, std::string eos);
 
   ChatTemplate template_;
+  std::string source_;
   std::string bos_;
   std::string eos_;
 };

@@ -69,7 +69,7 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   });
   add_status_routes(http_, context_);
   add_openai_routes(http_, context_);
-  add_tokenize_routes(http_, context_);
+  add_llama_server_routes(http_, context_);
   add_job_routes(http_, context_);
   add_image_routes(http_, context_);
   add_a1111_routes(http_, context_);

@@ -20,7 +20,7 @@ void add_job_routes(httplib::Server& http, ServerContext& context);     // rbee'
 void add_status_routes(httplib::Server& http, ServerContext& context);  // /health, /ready, /metrics
 void add_image_routes(httplib::Server& http, ServerContext& context);   // OpenAI's /v1/images/generations and edits
 void add_a1111_routes(httplib::Server& http, ServerContext& context);   // A1111's /sdapi/v1/...
-void add_tokenize_routes(httplib::Server& http, ServerContext& context);  // llama-server's /tokenize, /detokenize
+void add_llama_server_routes(httplib::Server& http, ServerContext& context);  // llama-server's /tokenize, /detokenize, /props
 
 // /v1/models' entry for an image model.
 nlohmann::json image_model_card(const ImageService& model);

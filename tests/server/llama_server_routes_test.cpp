@@ -1,4 +1,4 @@
-// llama-server's /tokenize and /detokenize against the served model's tokenizer.
+// llama-server's /tokenize, /detokenize and /props against the served model.
 #include <gtest/gtest.h>
 
 #include "test_server.h"
@@ -6,7 +6,7 @@
 namespace rf::server::testing {
 namespace {
 
-class TokenizeRoutes : public ::testing::Test {
+class LlamaServerRoutes : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new TestServer(demo_service()); }
   static void TearDownTestSuite() { delete server_; }
@@ -17,9 +17,9 @@ class TokenizeRoutes : public ::testing::Test {
   }
   static TestServer* server_;
 };
-TestServer* TokenizeRoutes::server_ = nullptr;
+TestServer* LlamaServerRoutes::server_ = nullptr;
 
-TEST_F(TokenizeRoutes, TokensAreTheTokenizersAndComeBack) {
+TEST_F(LlamaServerRoutes, TokensAreTheTokenizersAndComeBack) {
   const Tokenizer& tokenizer = server_->model().tokenizer();
   const std::string text = "And God said, Let there be light: and there was light.";
   for (const bool add_special : {false, true}) {
@@ -41,7 +41,24 @@ TEST_F(TokenizeRoutes, TokensAreTheTokenizersAndComeBack) {
   EXPECT_EQ(joined, tokenizer.decode(tokenizer.encode(text, false)));
 }
 
-TEST_F(TokenizeRoutes, BadRequestsNameTheirField) {
+// /props: what llama-server's clients read first.
+TEST_F(LlamaServerRoutes, PropsDescribeTheServedModel) {
+  auto res = server_->client().Get("/props");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json props = json::parse(res->body);
+  ModelService& model = server_->model();
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], model.max_context());
+  // The demo model's generation_config.json says do_sample false: greedy.
+  EXPECT_EQ(props["default_generation_settings"]["params"]["temperature"], 0.0);
+  EXPECT_EQ(props["total_slots"], model.scheduler().max_running());
+  EXPECT_EQ(props["model_path"], "kjv-llama");
+  ASSERT_NE(model.chat(), nullptr);
+  EXPECT_EQ(props["chat_template"], model.chat()->source());
+  EXPECT_FALSE(props["chat_template"].get<std::string>().empty());
+}
+
+TEST_F(LlamaServerRoutes, BadRequestsNameTheirField) {
   EXPECT_EQ(post("/tokenize", json::object()).second["error"]["param"], "content");
   EXPECT_EQ(post("/tokenize", {{"content", 7}}).second["error"]["param"], "content");
   EXPECT_EQ(post("/tokenize", {{"content", "hi"}, {"parse_special", false}}).second["error"]["param"], "parse_special");

@@ -1,5 +1,7 @@
 // llama-server's POST /tokenize and POST /detokenize, for clients that count or inspect tokens
-// (llama.cpp's web UI, llama-cpp-python's server client): the served model's own tokenizer.
+// (llama.cpp's web UI, llama-cpp-python's server client): the served model's own tokenizer; and its
+// GET /props, which such clients read first: the context, the slots, the sampling defaults and the
+// chat template.
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
@@ -59,9 +61,25 @@ void detokenize(const ModelService& model, const httplib::Request& req, httplib:
   send_json(res, {{"content", model.tokenizer().decode(ids)}});
 }
 
+// llama-server's names for the sampling a request gets when it sets none.
+json props(ModelService& model) {
+  const SamplingParams s = model.defaults().sampling();
+  const json params = {{"temperature", s.temperature}, {"top_k", s.top_k},           {"top_p", s.top_p},
+                       {"min_p", s.min_p},             {"repeat_penalty", s.repetition_penalty}, {"seed", -1}};
+  return {{"default_generation_settings", {{"n_ctx", model.max_context()}, {"params", params}}},
+          {"total_slots", model.scheduler().max_running()},
+          {"model_path", model.id()},
+          {"chat_template", model.chat() ? json(model.chat()->source()) : json("")},
+          {"modalities", {{"vision", false}, {"audio", false}}},
+          {"build_info", "rocmforge " ROCMFORGE_VERSION}};
+}
+
 }  // namespace
 
-void add_tokenize_routes(httplib::Server& http, ServerContext& context) {
+void add_llama_server_routes(httplib::Server& http, ServerContext& context) {
+  http.Get("/props", guarded([&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, props(*context.require_model()));
+  }));
   http.Post("/tokenize", guarded([&](const httplib::Request& req, httplib::Response& res) {
     tokenize(*context.require_model(), req, res);
   }));
