@@ -169,7 +169,7 @@ TEST(ImageCommand, AppliesLorasAndNamesThemInTheParameters) {
 }
 
 TEST(ImageCommand, InfoDescribesAStableDiffusionCheckpoint) {
-  for (const std::string model : {kSd + "sdxl/diffusers", kSd + "sdxl/checkpoint.safetensors"}) {
+  for (const std::string& model : {kSd + "sdxl/diffusers", kSd + "sdxl/checkpoint.safetensors"}) {
     const CliRun r = run("info -m " + model);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("architecture: SDXL, epsilon prediction; UNet 4 input channels, widths 8/16/16"),

@@ -177,7 +177,7 @@ TEST_F(ImageLoras, NamesResolveInsideTheFolderOnly) {
     if (res->status == 200) server_->client().Delete("/v1/jobs/" + json::parse(res->body)["job_id"].get<std::string>());
   }
   const std::string absolute = (dir_ / "styles" / "detail.safetensors").string();
-  for (const std::string bad : {absolute, std::string("../loras/styles/detail"), std::string("styles/../inside"),
+  for (const std::string& bad : {absolute, std::string("../loras/styles/detail"), std::string("styles/../inside"),
                                 std::string("outside"), std::string("missing"), std::string("unet"), std::string("styles"),
                                 std::string("")}) {
     auto res = post_lora(bad);
