@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace rf::server {
@@ -21,14 +22,19 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
-// An address as httplib writes a request's (getnameinfo, numeric host).
+// An IP address as httplib writes a request's (getnameinfo, numeric host). Other families have no
+// port (glibc's getnameinfo names a Unix socket's path as its service).
 std::optional<Endpoint> endpoint(const sockaddr_storage& address, socklen_t length) {
-  char host[NI_MAXHOST], port[NI_MAXSERV];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof host, port, sizeof port,
+  if (address.ss_family != AF_INET && address.ss_family != AF_INET6) return std::nullopt;
+  char host[NI_MAXHOST], service[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof host, service, sizeof service,
                   NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
     return std::nullopt;
   }
-  return Endpoint{host, std::stoi(port)};
+  Endpoint e{host};
+  const std::string_view port(service);
+  if (std::from_chars(port.data(), port.data() + port.size(), e.port).ec != std::errc{}) return std::nullopt;
+  return e;
 }
 
 template <class Name>

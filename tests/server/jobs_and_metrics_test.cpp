@@ -143,6 +143,18 @@ TEST_F(Jobs, AClientThatHangsUpBeforeAWholeAnswerIsCancelled) {
   EXPECT_EQ(metrics.kv_blocks_used, 0);
 }
 
+// The whole answer's connection is looked for among every socket of the process: Unix sockets (whose
+// "service" glibc names by their path) are passed over, not misread.
+TEST_F(Jobs, AWholeAnswerIsServedBesideUnixSockets) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  auto res = server_->client().Post("/v1/completions", R"({"prompt": "In the beginning", "max_tokens": 3})", "application/json");
+  close(pair[0]);
+  close(pair[1]);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+}
+
 TEST_F(Jobs, MetricsAreInPrometheusFormat) {
   server_->client().Post("/v1/completions", R"({"prompt": "In the beginning", "max_tokens": 3})", "application/json");
   auto res = server_->client().Get("/metrics");
