@@ -13,6 +13,12 @@ void bad_field(const std::string& field, const std::string& why) {
   throw ApiError(400, fmt::format("'{}' {}", field, why), field);
 }
 
+json byte_array(const std::string& text) {
+  json bytes = json::array();
+  for (unsigned char c : text) bytes.push_back(c);
+  return bytes;
+}
+
 void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : body.items()) {
     if (std::ranges::find(known, key) == known.end()) bad_field(key, "is not a field this request takes");

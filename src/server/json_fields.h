@@ -26,6 +26,10 @@ std::vector<std::string> strings_field(const json& body, const char* name, std::
 // A 400 naming `field`.
 [[noreturn]] void bad_field(const std::string& field, const std::string& why);
 
+// The bytes of `text` as a JSON array of numbers (a token's bytes, in OpenAI's logprobs and
+// llama-server's pieces).
+json byte_array(const std::string& text);
+
 // A 400 naming the first field of `body` not in `known`.
 void refuse_unknown_fields(const json& body, std::initializer_list<std::string_view> known);
 

@@ -6,6 +6,7 @@
 
 #include "server/json_fields.h"
 #include "server/routes.h"
+#include "tokenizer/unicode.h"
 
 namespace rf::server {
 
@@ -13,14 +14,7 @@ namespace {
 
 // A piece as llama-server writes it: its text where that is valid UTF-8, else its bytes.
 json piece(const std::string& text) {
-  try {
-    (void)json(text).dump();  // throws on invalid UTF-8
-    return text;
-  } catch (const json::exception&) {
-    json bytes = json::array();
-    for (unsigned char c : text) bytes.push_back(c);
-    return bytes;
-  }
+  return unicode::is_valid_utf8(text) ? json(text) : byte_array(text);
 }
 
 void tokenize(const ModelService& model, const httplib::Request& req, httplib::Response& res) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/json_fields.h"
 
 namespace rf::server {
 
@@ -33,19 +34,13 @@ void add_usage(RequestUsage& total, const RequestUsage& u, std::size_t i, const 
 
 std::string token_text(const Tokenizer& tokenizer, std::int32_t token) { return tokenizer.decode({token}); }
 
-json token_bytes(const std::string& text) {
-  json bytes = json::array();
-  for (unsigned char c : text) bytes.push_back(c);
-  return bytes;
-}
-
 // Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}.
 json chat_logprobs(const std::vector<TokenLogprobs>& tokens, const Tokenizer& tokenizer) {
   json content = json::array();
   for (const auto& t : tokens) {
     auto entry = [&](const TokenLogprob& lp) {
       const std::string text = token_text(tokenizer, lp.token);
-      return json{{"token", text}, {"logprob", lp.logprob}, {"bytes", token_bytes(text)}};
+      return json{{"token", text}, {"logprob", lp.logprob}, {"bytes", byte_array(text)}};
     };
     json item = entry(t.chosen);
     item["top_logprobs"] = json::array();

@@ -611,24 +611,19 @@ void GpuForward::multiply_experts_by_gemm(const GpuLayer& w, const ExpertRoutes&
   // An embedding lookup is a row gather of any matrix: the normed rows of the entries' tokens.
   const WeightMatrix normed{DType::F32, static_cast<std::size_t>(n_tokens), static_cast<std::size_t>(c.hidden_size), a.normed};
   launch_embedding(normed, routes.token, entries, a.expert_in, ctx_);
-  const auto expert = [](const StackedExperts& s, int e) {
-    WeightMatrix m = s.matrix;
-    m.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(e) * s.stride;
-    return m;
-  };
   const std::size_t hidden = c.hidden_size, ffn = c.expert_ffn;
   for (int e = 0; e < c.n_experts; ++e) {
     const int first = expert_begin_[e], count = expert_begin_[e + 1] - first;
     if (count == 0) continue;
-    const WeightProduct gate_up[] = {{expert(w.experts_gate, e), a.expert_gate + first * ffn},
-                                     {expert(w.experts_up, e), a.expert_up + first * ffn}};
+    const WeightProduct gate_up[] = {{w.experts_gate.expert(e), a.expert_gate + first * ffn},
+                                     {w.experts_up.expert(e), a.expert_up + first * ffn}};
     launch_gemm_group(ctx_, gate_up, a.expert_in + first * hidden, count);
   }
   launch_glu(a.expert_gate, a.expert_up, entries * ffn, c.activation, a.expert_gate, ctx_);
   for (int e = 0; e < c.n_experts; ++e) {
     const int first = expert_begin_[e], count = expert_begin_[e + 1] - first;
     if (count == 0) continue;
-    const WeightProduct down{expert(w.experts_down, e), a.expert_out + first * hidden};
+    const WeightProduct down{w.experts_down.expert(e), a.expert_out + first * hidden};
     launch_gemm_group(ctx_, std::span(&down, 1), a.expert_gate + first * ffn, count);
   }
 }

@@ -19,6 +19,12 @@ namespace rf::llama {
 struct StackedExperts {
   WeightMatrix matrix{};  // expert 0's
   std::size_t stride = 0;
+
+  WeightMatrix expert(int e) const {
+    WeightMatrix m = matrix;
+    m.data = static_cast<const std::uint8_t*>(m.data) + static_cast<std::size_t>(e) * stride;
+    return m;
+  }
 };
 
 struct GpuLayer {
