@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/error.h"
 
 namespace rf {
 
@@ -16,18 +17,38 @@ ActiveSequence::ActiveSequence(GenerationRequest request, std::shared_ptr<Reques
       stops_(request_.options.stop),
       decoder_(tokenizer) {
   if (request_.options.max_tokens >= 0) max_tokens_ = std::min<std::size_t>(max_tokens_, request_.options.max_tokens);
+  if (request_.options.grammar) constraint_.emplace(request_.options.grammar);
 }
+
+void ActiveSequence::prepare_constraint() {
+  try {
+    allowed_ = constraint_->allowed();
+  } catch (const Error& e) {
+    fail(e.what());
+  }
+}
+
+void ActiveSequence::constrain(std::span<float> logits) const { grammar::apply_mask(*allowed_, logits); }
 
 bool ActiveSequence::advance(std::int32_t token, std::optional<TokenLogprobs> logprobs,
                              const std::vector<std::int32_t>& stop_ids) {
   ++sampled_;
-  if (!request_.options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
+  // A grammar ends where it may, whatever ignore_eos says: nothing else could follow.
+  if ((!request_.options.ignore_eos || constraint_) && std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
     finish(FinishReason::Stop, stops_.push(decoder_.flush()) + stops_.flush());
     return true;
   }
+  if (constraint_) {
+    try {
+      constraint_->accept(token);
+    } catch (const Error& e) {
+      fail(e.what());
+      return true;
+    }
+  }
   tokens.push_back(token);
   std::string text = stops_.push(decoder_.push(token));
-  const bool stopped = stops_.stopped();
+  const bool stopped = stops_.stopped() || (constraint_ && constraint_->complete());
   const bool at_limit = !stopped && generated() >= max_tokens_;
   if (at_limit) text += stops_.push(decoder_.flush()) + stops_.flush();
   channel_->push({.kind = StreamEvent::Kind::Text, .text = std::move(text), .token = token, .logprobs = std::move(logprobs)});
@@ -43,6 +64,7 @@ void ActiveSequence::finish(FinishReason reason, std::string tail) {
 }
 
 void ActiveSequence::fail(const std::string& message) {
+  failed_ = true;
   channel_->push({.kind = StreamEvent::Kind::Failed, .text = message});
 }
 

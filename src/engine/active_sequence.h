@@ -11,6 +11,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf {
@@ -40,8 +41,17 @@ class ActiveSequence {
   std::span<const std::int32_t> penalty_history() const { return std::span(tokens).subspan(prompt_tokens_); }
   int top_logprobs() const { return request_.top_logprobs; }  // -1: none wanted
 
+  // Constrained decoding (GenerateOptions::grammar): prepare_constraint() works out which tokens
+  // may come next, on any thread, while the step's logits are computed; constrain() then masks
+  // the row. A grammar that allows no token fails the sequence.
+  bool constrained() const { return constraint_.has_value(); }
+  void prepare_constraint();
+  void constrain(std::span<float> logits) const;
+  bool failed() const { return failed_; }
+
   // Takes the next token (with its log-probabilities when wanted), streams its text and reports
-  // whether the sequence has finished (end of text, a stop string or its token limit).
+  // whether the sequence has finished (end of text, a stop string, its token limit, a complete
+  // grammar, or a failure).
   bool advance(std::int32_t token, std::optional<TokenLogprobs> logprobs, const std::vector<std::int32_t>& stop_ids);
   void fail(const std::string& message);
 
@@ -56,6 +66,9 @@ class ActiveSequence {
   Sampler sampler_;
   StopMatcher stops_;
   StreamDecoder decoder_;
+  std::optional<grammar::TokenConstraint> constraint_;
+  std::shared_ptr<const grammar::TokenMask> allowed_;  // prepare_constraint()'s
+  bool failed_ = false;
 };
 
 }  // namespace rf

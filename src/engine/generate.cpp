@@ -49,6 +49,7 @@ class QueuedSteps {
 GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& prompt, const GenerateOptions& options,
                         const std::function<void(std::string_view)>& on_text) {
   if (prompt.empty()) fail("the prompt is empty: nothing to generate from");
+  if (options.grammar) fail("constrained decoding runs through the serving scheduler, not generate()");
   const int ctx = runner.ctx_size();
   if (static_cast<int>(prompt.size()) >= ctx) {
     fail("the prompt has {} tokens, which does not fit in the context of {} (raise --ctx-size)", prompt.size(), ctx);

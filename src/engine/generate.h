@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "grammar/token_constraint.h"
 
 namespace rf {
 
@@ -18,6 +19,9 @@ struct GenerateOptions {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   SamplingParams sampling;
+  // Constrained decoding: only text within this grammar (null: any). It ends the generation as
+  // soon as the grammar is complete. The serving scheduler takes it; generate() refuses it.
+  std::shared_ptr<const grammar::TokenGrammar> grammar;
 };
 
 enum class FinishReason { Stop, Length };

@@ -59,5 +59,12 @@ const Tokenizer& ModelRunner::tokenizer() const {
   return *tokenizer_;
 }
 
+std::shared_ptr<const grammar::VocabTrie> ModelRunner::grammar_vocabulary() const {
+  std::call_once(grammar_vocabulary_once_, [&] {
+    grammar_vocabulary_ = std::make_shared<grammar::VocabTrie>(tokenizer().token_pieces(), stop_ids_);
+  });
+  return grammar_vocabulary_;
+}
+
 
 }  // namespace rf

@@ -2,12 +2,14 @@
 // A loaded model ready to run: checkpoint, tokenizer, the backend's forward pass and its paged
 // KV cache with the block allocator. The engine's generation and scoring loops drive it.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/block_allocator.h"
+#include "grammar/token_constraint.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
 #include "tokenizer/tokenizer.h"
@@ -55,6 +57,8 @@ class ModelRunner {
 
   // Ids that end a generation: the tokenizer's end-of-generation tokens and the config's eos ids.
   const std::vector<std::int32_t>& stop_ids() const { return stop_ids_; }
+  // The tokenizer's tokens as constrained decoding walks them, built on first use (any thread).
+  std::shared_ptr<const grammar::VocabTrie> grammar_vocabulary() const;
 
  private:
   RunnerOptions options_;
@@ -65,6 +69,8 @@ class ModelRunner {
   std::unique_ptr<ForwardPass> forward_;
   BlockAllocator blocks_;
   std::vector<std::int32_t> stop_ids_;
+  mutable std::once_flag grammar_vocabulary_once_;
+  mutable std::shared_ptr<const grammar::VocabTrie> grammar_vocabulary_;
 };
 
 }  // namespace rf

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <future>
 
 #include <spdlog/spdlog.h>
 
@@ -220,8 +221,13 @@ void Scheduler::execute(const std::vector<Scheduled>& scheduled) {
     s->computed += count;
     if (options_.prefix_caching) s->prefix.publish_full(runner_.blocks(), s->tokens, s->computed, kBlockSize, s->block_table);
     if (s->computed < s->tokens.size()) continue;  // a prompt chunk short of the end
-    const bool finished = s->advance(next[row], std::move(logprobs[row]), runner_.stop_ids());
+    const bool finished = s->failed() || s->advance(next[row], std::move(logprobs[row]), runner_.stop_ids());
     ++row;
+    if (s->failed()) {
+      ++metrics_.requests_failed;
+      retire(*s);
+      continue;
+    }
     ++metrics_.generated_tokens;
     if (s->last_token_time == Clock::time_point{}) {
       metrics_.time_to_first_token.observe(seconds_between(s->arrival, now));
@@ -240,8 +246,8 @@ void Scheduler::execute(const std::vector<Scheduled>& scheduled) {
 }
 
 // The next token of every sequence whose last token ran. The backend samples (on its device,
-// where it has one) unless someone wants log-probabilities or a logit bias, which need the logits on
-// the host.
+// where it has one) unless someone wants log-probabilities, a logit bias or a grammar, which need
+// the logits on the host. Grammars work out their masks on another thread while the step runs.
 void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
                             std::vector<std::optional<TokenLogprobs>>& logprobs) {
   std::vector<ActiveSequence*> sampling;
@@ -250,7 +256,7 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
   }
   logprobs.assign(sampling.size(), std::nullopt);
   const bool host_logits = std::any_of(sampling.begin(), sampling.end(), [](auto* s) {
-    return s->top_logprobs() >= 0 || !s->sampler().params().logit_bias.empty();
+    return s->top_logprobs() >= 0 || !s->sampler().params().logit_bias.empty() || s->constrained();
   });
   if (!host_logits) {
     std::vector<SampleRow> rows;
@@ -258,14 +264,25 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
     next = runner_.sample(batch, rows);
     return;
   }
+  auto masks = std::async(std::launch::async, [&] {
+    for (auto* s : sampling) {
+      if (s->constrained()) s->prepare_constraint();
+    }
+  });
   runner_.forward(batch, logits_);
+  masks.get();
   const std::size_t vocab = runner_.config().vocab_size;
   next.clear();
   for (std::size_t r = 0; r < sampling.size(); ++r) {
+    if (sampling[r]->failed()) {  // its grammar allowed nothing: execute() retires it
+      next.push_back(-1);
+      continue;
+    }
     const std::span<float> row(logits_.data() + r * vocab, vocab);
     const int top = sampling[r]->top_logprobs();
     std::vector<float> raw;
     if (top >= 0) raw.assign(row.begin(), row.end());  // the sampler edits the row
+    if (sampling[r]->constrained()) sampling[r]->constrain(row);
     next.push_back(sampling[r]->sampler().sample(row, sampling[r]->penalty_history()));
     if (top >= 0) logprobs[r] = token_logprobs(raw, next.back(), top);
   }

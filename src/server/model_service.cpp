@@ -1,9 +1,14 @@
 #include "server/model_service.h"
 
+#include "grammar/gbnf.h"
 #include "server/api_error.h"
 #include "util/error.h"
 
 namespace rf::server {
+
+namespace {
+constexpr std::size_t kMostGrammars = 64;  // compiled grammars kept for reuse
+}
 
 ModelService::ModelService(std::unique_ptr<ModelRunner> runner, std::string id, const SchedulerOptions& options)
     : runner_(std::move(runner)),
@@ -23,6 +28,18 @@ std::shared_ptr<RequestChannel> ModelService::submit(GenerationRequest request) 
   }
   if (!channel) throw ApiError(429, "the server is busy: too many requests are waiting; retry later", "", "queue_full");
   return channel;
+}
+
+std::shared_ptr<const grammar::TokenGrammar> ModelService::grammar(const std::string& gbnf) {
+  {
+    std::lock_guard lock(grammars_mutex_);
+    if (const auto it = grammars_.find(gbnf); it != grammars_.end()) return it->second;
+  }
+  // Built outside the lock: a large grammar or the first vocabulary walk takes a while.
+  auto compiled = std::make_shared<const grammar::TokenGrammar>(grammar::parse_gbnf(gbnf), runner_->grammar_vocabulary());
+  std::lock_guard lock(grammars_mutex_);
+  if (grammars_.size() >= kMostGrammars) grammars_.clear();  // requests in flight keep theirs
+  return grammars_.emplace(gbnf, std::move(compiled)).first->second;
 }
 
 }  // namespace rf::server

@@ -3,7 +3,9 @@
 // its sampling defaults, and the scheduler that runs its requests.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -30,11 +32,17 @@ class ModelService {
   // Queues a request; ApiError 400 for one that can never run, 429 when the queue is full.
   std::shared_ptr<RequestChannel> submit(GenerationRequest request);
 
+  // A grammar for constrained decoding, compiled for this model's vocabulary; requests with the
+  // same grammar share one (and its cache of masks). rf::Error for a grammar that does not parse.
+  std::shared_ptr<const grammar::TokenGrammar> grammar(const std::string& gbnf);
+
  private:
   std::unique_ptr<ModelRunner> runner_;
   std::string id_;
   std::int64_t created_;
   std::optional<ChatPrompt> chat_;
+  std::mutex grammars_mutex_;
+  std::map<std::string, std::shared_ptr<const grammar::TokenGrammar>> grammars_;  // by GBNF text
   Scheduler scheduler_;  // last: it stops before the runner goes
 };
 

@@ -7,6 +7,7 @@
 #include "server/generation_fields.h"
 #include "server/json_fields.h"
 #include "server/openai_protocol.h"
+#include "server/structured_output.h"
 #include "server/routes.h"
 
 namespace rf::server {
@@ -97,10 +98,6 @@ void refuse_unimplemented(const json& body, std::size_t n) {
     return it == body.end() || it->is_null() ? nullptr : &*it;
   };
   auto empty = [](const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); };
-  if (const json* f = given("response_format"); f && !(f->is_object() && f->value("type", json()) == "text")) {
-    bad_field("response_format", "structured output (json_object, json_schema) is not implemented yet: only "
-                                 "{\"type\": \"text\"} is taken");
-  }
   for (const char* name : {"tools", "functions"}) {
     if (const json* f = given(name); f && !empty(*f)) bad_field(name, "tool calls are not implemented yet");
   }
@@ -108,9 +105,6 @@ void refuse_unimplemented(const json& body, std::size_t n) {
     if (const json* f = given(name); f && *f != "none" && *f != "auto") bad_field(name, "tool calls are not implemented yet");
   }
   if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
-  for (const char* name : {"grammar", "json_schema"}) {
-    if (const json* f = given(name); f && !empty(*f)) bad_field(name, "constrained decoding is not implemented yet");
-  }
   if (const json* f = given("best_of"); f && !(f->is_number_integer() && f->get<long long>() == static_cast<long long>(n))) {
     bad_field("best_of", "is not implemented: only best_of equal to n (every choice returned) is taken");
   }
@@ -127,6 +121,13 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
   request.options = generation_fields(body, model->defaults(), api == Api::Completions ? std::optional(16) : std::nullopt);
   const auto n = static_cast<std::size_t>(integer_field(body, "n", 1, 16).value_or(1));
   refuse_unimplemented(body, n);
+  if (const auto wanted = requested_grammar(req.body, body)) {
+    try {
+      request.options.grammar = model->grammar(wanted->gbnf);
+    } catch (const Error& e) {
+      bad_field(wanted->field, e.what());
+    }
+  }
   ResponseOptions response;
   response.choices_per_prompt = n;
   if (api == Api::Chat) {

@@ -40,6 +40,10 @@ class Tokenizer {
   bool is_special(TokenId id) const;
   std::optional<TokenId> token_to_id(std::string_view token) const;
   std::string id_to_token(TokenId id) const;  // the raw vocabulary string
+  // The bytes each id adds to a text it continues (a leading space is kept, as mid-text; a byte
+  // token is its byte, maybe part of a character); empty for special tokens. For constrained
+  // decoding, which must know each token's text before it is chosen.
+  std::vector<std::string> token_pieces() const;
 
  private:
   friend class StreamDecoder;  // decodes to bytes, before repairing cut characters

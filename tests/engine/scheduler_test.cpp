@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/scheduler_client.h"
+#include "grammar/gbnf.h"
+#include "grammar/grammar_stacks.h"
 #include "util/error.h"
 
 namespace rf {
@@ -202,6 +204,50 @@ TEST_F(SchedulerTest, LogprobsDescribeTheChosenToken) {
     }
   }
   EXPECT_EQ(seen, 3);
+}
+
+// Constrained decoding inside the batch: each request's text stays within its grammar, a finished
+// grammar ends its request with "stop", and batching and preemption change nothing.
+TEST_F(SchedulerTest, GrammarsHoldInTheBatchAndThroughPreemption) {
+  auto runner = make_runner(512);
+  auto words = std::make_shared<grammar::TokenGrammar>(
+      grammar::parse_gbnf(R"(root ::= (" " ("LORD" | "God" | "the" | "and" | [a-z]{1,3}) ","?)+)"), runner->grammar_vocabulary());
+  auto answer = std::make_shared<grammar::TokenGrammar>(grammar::parse_gbnf(R"(root ::= " And" (" the" | " he") " said")"),
+                                                        runner->grammar_vocabulary());
+  auto request = [&](std::size_t i) {
+    auto r = greedy(encode(*runner, prompts_[i]), 96);
+    r.options.grammar = i % 4 == 3 ? answer : words;
+    r.options.sampling.temperature = 1;  // seeded: the same draws alone and batched
+    r.options.sampling.seed = i;
+    return r;
+  };
+  std::vector<Outcome> expected;
+  {
+    Scheduler alone(*runner, {.max_running = 1});
+    for (std::size_t i = 0; i < prompts_.size(); ++i) expected.push_back(collect(*alone.submit(request(i))));
+  }
+  Scheduler scheduler(*runner, {});
+  std::vector<std::shared_ptr<RequestChannel>> channels;
+  for (std::size_t i = 0; i < prompts_.size(); ++i) channels.push_back(scheduler.submit(request(i)));
+  for (std::size_t i = 0; i < prompts_.size(); ++i) {
+    const Outcome out = collect(*channels[i]);
+    ASSERT_TRUE(out.finished) << out.error;
+    EXPECT_EQ(out.tokens, expected[i].tokens) << prompts_[i];
+    const auto& g = (i % 4 == 3 ? answer : words)->grammar();
+    grammar::GrammarStacks stacks(g);
+    const auto state = stacks.advance(stacks.initial(), out.text);
+    EXPECT_NE(state, grammar::GrammarStacks::kDead) << out.text;
+    if (i % 4 == 3) {
+      EXPECT_TRUE(stacks.accepts(state)) << out.text;
+      EXPECT_LT(out.usage.completion_tokens, 96u) << "a complete grammar must end its request";
+    } else {
+      EXPECT_EQ(out.usage.completion_tokens, 96u);
+    }
+    std::printf("%s -> %s\n", prompts_[i].c_str(), out.text.c_str());
+  }
+  wait_until_idle(scheduler);
+  EXPECT_GT(scheduler.metrics().preemptions, 0u);
+  EXPECT_EQ(scheduler.metrics().kv_blocks_used, 0);
 }
 
 }  // namespace

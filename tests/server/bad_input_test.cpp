@@ -61,14 +61,10 @@ TEST_F(BadInput, InvalidJsonAndWrongTypes) {
 TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
   const std::pair<const char*, json> refused[] = {
-      {"response_format", {{"type", "json_object"}}},
-      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}}},
       {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}}},
       {"tool_choice", "required"},
       {"functions", {{{"name", "f"}}}},
       {"function_call", {{"name", "f"}}},
-      {"grammar", "root ::= \"yes\""},
-      {"json_schema", {{"type", "object"}}},
       {"modalities", {"text", "audio"}},
       {"audio", {{"voice", "alloy"}, {"format", "wav"}}},
   };
@@ -91,6 +87,31 @@ TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
   const auto res = server_->client().Post("/v1/chat/completions", neutral.dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200) << res->body;
+}
+
+// Structured output that is malformed, cannot be enforced or asks twice: a 400 naming the field.
+TEST_F(BadInput, StructuredOutputMistakesNameTheirField) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  const json schema_format = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}};
+  const std::pair<json, const char*> cases[] = {
+      {{{"response_format", {{"type", "xml"}}}}, "response_format.type"},
+      {{{"response_format", "json"}}, "response_format"},
+      {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", 5}}}}}}, "response_format.json_schema.name"},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}, {"maximum", 3}}}}}}}},
+       "response_format.json_schema.schema"},
+      {{{"grammar", "root ::= missing"}}, "grammar"},
+      {{{"grammar", 5}}, "grammar"},
+      {{{"json_schema", {{"type", "string"}, {"pattern", "a+"}}}}, "json_schema"},
+      {{{"json_schema", "object"}}, "json_schema"},
+      {{{"response_format", schema_format}, {"grammar", "root ::= \"a\""}}, "response_format"},
+  };
+  for (const auto& [fields, param] : cases) {
+    json body = chat;
+    body.update(fields);
+    const json error = expect_error("/v1/chat/completions", body.dump(), 400);
+    EXPECT_EQ(error["param"], param) << body.dump() << " -> " << error.dump();
+  }
 }
 
 TEST_F(BadInput, EmptyMessagesAndUnknownModels) {
