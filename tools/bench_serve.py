@@ -4,7 +4,12 @@
 # Starts the server itself (or measures one already running with --url). Standard library only.
 #
 #   python3 tools/bench_serve.py [--binary build/cpu/rocmforge] [-m MODEL] [--url http://HOST:PORT]
-#        [--concurrency 1,8,32,64] [--rounds 2] [--max-tokens 128] [--json] [-- extra serve flags]
+#        [--concurrency 1,8,32,64] [--rounds 2] [--max-tokens 128] [--json-schema FILE] [--json]
+#        [-- extra serve flags]
+#
+# --json-schema constrains every request to the schema (response_format json_schema): the cost of
+# structured output. tools/bench_schema.json asks for at least 1000 records, so that constrained
+# requests run to the token limit as free ones do and the batch stays full.
 import argparse
 import http.client
 import json
@@ -26,8 +31,10 @@ parser.add_argument('--url')
 parser.add_argument('--concurrency', default='1,8,32,64')
 parser.add_argument('--rounds', type=int, default=2)  # requests per client at each level
 parser.add_argument('--max-tokens', type=int, default=128)
+parser.add_argument('--json-schema', type=argparse.FileType())
 parser.add_argument('--json', action='store_true')
 opts = parser.parse_args(argv[:argv.index('--')] if '--' in argv else argv)
+schema = json.load(opts.json_schema) if opts.json_schema else None
 
 # Prompts of 20 to 40 tokens, different enough that the prefix cache does not do the work.
 PROMPTS = [
@@ -86,9 +93,11 @@ def start_server():
 def stream_one(url, model, prompt, seed, max_tokens):
     """One streamed completion: when each token arrived, and how many the server counted."""
     start = time.perf_counter()
-    conn, res = request(url, 'POST', '/v1/completions', {
-        'model': model, 'prompt': prompt, 'max_tokens': max_tokens, 'temperature': 0.8, 'seed': seed,
-        'ignore_eos': True, 'stream': True, 'stream_options': {'include_usage': True}})
+    body = {'model': model, 'prompt': prompt, 'max_tokens': max_tokens, 'temperature': 0.8, 'seed': seed,
+            'ignore_eos': True, 'stream': True, 'stream_options': {'include_usage': True}}
+    if schema is not None:
+        body['response_format'] = {'type': 'json_schema', 'json_schema': {'name': 'bench', 'schema': schema}}
+    conn, res = request(url, 'POST', '/v1/completions', body)
     try:
         if res.status != 200:
             raise RuntimeError(f'HTTP {res.status}: {res.read().decode(errors="replace")}')
@@ -149,7 +158,8 @@ def main():
             print(json.dumps([{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()}
                               for r in rows], indent=2))
         else:
-            print(f'model: {model}; {opts.max_tokens} output tokens per request, {opts.rounds} requests per stream')
+            constraint = f'; constrained to {opts.json_schema.name}' if schema is not None else ''
+            print(f'model: {model}; {opts.max_tokens} output tokens per request, {opts.rounds} requests per stream{constraint}')
             print('| streams | requests | output tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms |')
             print('|---:|---:|---:|---:|---:|---:|---:|')
             for r in rows:

@@ -4,7 +4,7 @@
 # step's kernels, prefill GEMM and flash attention against the materialised version), greedy
 # generation on the GPU against the CPU, rocmforge bench on the GPU (llama3-1b, and issue #4's table
 # on the llama3-8b shape), Stable Diffusion's bench-image (SD 1.5 and SDXL sizes) and a tiny image, the
-# serving benchmark on the GPU, the decode step's kernels in place (tools/kernel_timeline.py), and last the tests again under
+# serving benchmark on the GPU (structured output's cost included), the decode step's kernels in place (tools/kernel_timeline.py), and last the tests again under
 # compute-sanitizer (memcheck, racecheck) when it is installed; it ends with a summary. Logs
 # go to build/gpu-check, and are packed into $OUT/gpu-check-logs.tar.gz when OUT is set (the device
 # machine's output folder, which returns only a few files).
@@ -146,7 +146,7 @@ summary() {
       grep -E '^generation:' "$logs/generate-$device.log" | sed 's/^/      /'
     done
   fi
-  for bench in bench bench-8b-before bench-8b serve serve-invariant; do
+  for bench in bench bench-8b-before bench-8b serve serve-invariant serve-free serve-json; do
     [[ -f $logs/$bench.log ]] || continue
     echo "== rocmforge $bench"
     grep -E '^(device:|model:|\| [a-z0-9])' "$logs/$bench.log" | awk '!/^\| (model|streams)/ || !seen++'
@@ -231,6 +231,14 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
     -W 64 -H 48 --device cuda -o "$logs/sd15-tiny.png"
   step serve python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda
   step serve-invariant python3 tools/bench_serve.py --binary "$rocmforge" -- --device cuda --batch-invariant
+  # Structured output's cost (issue #28), on a vocabulary of real size: free, then constrained.
+  if step make-1b python3 tools/make_random_hf_llama.py --shape llama3-1b \
+      --tokenizer "$build/tests/fixtures/tokenizers/llama3_1" --out "$PWD/build/llama3-1b-random"; then
+    step serve-free python3 tools/bench_serve.py --binary "$rocmforge" -m build/llama3-1b-random --concurrency 1,32 \
+      --max-tokens 256 -- --device cuda
+    step serve-json python3 tools/bench_serve.py --binary "$rocmforge" -m build/llama3-1b-random --concurrency 1,32 \
+      --max-tokens 256 --json-schema tools/bench_schema.json -- --device cuda
+  fi
   if step build-trace cmake --build "$build" --target kernel_trace -j "$(nproc)"; then
     step timeline-q4_0-b1 timeline q4_0 1
     step timeline-bf16-b32 timeline bf16 32

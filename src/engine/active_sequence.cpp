@@ -24,11 +24,14 @@ void ActiveSequence::prepare_constraint() {
   try {
     allowed_ = constraint_->allowed();
   } catch (const Error& e) {
+    allowed_.reset();
     fail(e.what());
   }
 }
 
-void ActiveSequence::constrain(std::span<float> logits) const { grammar::apply_mask(*allowed_, logits); }
+std::span<const std::uint64_t> ActiveSequence::allowed_tokens() const {
+  return allowed_ ? allowed_->words() : std::span<const std::uint64_t>{};
+}
 
 bool ActiveSequence::advance(std::int32_t token, std::optional<TokenLogprobs> logprobs,
                              const std::vector<std::int32_t>& stop_ids) {

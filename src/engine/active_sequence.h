@@ -42,11 +42,11 @@ class ActiveSequence {
   int top_logprobs() const { return request_.top_logprobs; }  // -1: none wanted
 
   // Constrained decoding (GenerateOptions::grammar): prepare_constraint() works out which tokens
-  // may come next, on any thread, while the step's logits are computed; constrain() then masks
-  // the row. A grammar that allows no token fails the sequence.
+  // may come next (on any thread); allowed_tokens() is then that mask, for SampleRow::allowed or
+  // mask_logits. A grammar that allows no token fails the sequence.
   bool constrained() const { return constraint_.has_value(); }
   void prepare_constraint();
-  void constrain(std::span<float> logits) const;
+  std::span<const std::uint64_t> allowed_tokens() const;
   bool failed() const { return failed_; }
 
   // Takes the next token (with its log-probabilities when wanted), streams its text and reports

@@ -53,6 +53,8 @@ class ModelRunner {
   void queue_sample(const Batch& batch, std::span<const SampleRow> rows) { forward_->queue_sample(batch, rows); }
   std::vector<std::int32_t> take_tokens() { return forward_->take_tokens(); }
   ForwardPass& backend() { return *forward_; }
+  // The CPU backend's workers; free for other host work between steps (never during one).
+  ThreadPool& pool() { return pool_; }
   const ForwardPass& backend() const { return *forward_; }
 
   // Ids that end a generation: the tokenizer's end-of-generation tokens and the config's eos ids.

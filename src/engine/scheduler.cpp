@@ -246,8 +246,8 @@ void Scheduler::execute(const std::vector<Scheduled>& scheduled) {
 }
 
 // The next token of every sequence whose last token ran. The backend samples (on its device,
-// where it has one) unless someone wants log-probabilities, a logit bias or a grammar, which need
-// the logits on the host. Grammars work out their masks on another thread while the step runs.
+// where it has one, grammars' masks included) unless someone wants log-probabilities or a logit
+// bias, which need the logits on the host; the masks are then worked out while the step runs.
 void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch& batch, std::vector<std::int32_t>& next,
                             std::vector<std::optional<TokenLogprobs>>& logprobs) {
   std::vector<ActiveSequence*> sampling;
@@ -256,18 +256,30 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
   }
   logprobs.assign(sampling.size(), std::nullopt);
   const bool host_logits = std::any_of(sampling.begin(), sampling.end(), [](auto* s) {
-    return s->top_logprobs() >= 0 || !s->sampler().params().logit_bias.empty() || s->constrained();
+    return s->top_logprobs() >= 0 || !s->sampler().params().logit_bias.empty();
   });
+  auto prepare_masks = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      if (sampling[i]->constrained()) sampling[i]->prepare_constraint();
+    }
+  };
+  const bool constrained = std::any_of(sampling.begin(), sampling.end(), [](auto* s) { return s->constrained(); });
+  const auto masks_start = Clock::now();
   if (!host_logits) {
+    // Before the step, on the pool's threads: a mask the cache lacks walks the whole vocabulary.
+    if (constrained) {
+      runner_.pool().parallel_for(sampling.size(), 1, prepare_masks);
+      metrics_.grammar_masks.observe(seconds_between(masks_start, Clock::now()));
+    }
     std::vector<SampleRow> rows;
-    for (auto* s : sampling) rows.push_back({s->sampler(), s->penalty_history()});
-    next = runner_.sample(batch, rows);
+    for (auto* s : sampling) rows.push_back({s->sampler(), s->penalty_history(), s->allowed_tokens()});
+    next = runner_.sample(batch, rows);  // a failed sequence's pick is ignored: execute() retires it
     return;
   }
+  // During the step, on a thread of its own: the CPU backend's step has the pool.
   auto masks = std::async(std::launch::async, [&] {
-    for (auto* s : sampling) {
-      if (s->constrained()) s->prepare_constraint();
-    }
+    prepare_masks(0, sampling.size());
+    if (constrained) metrics_.grammar_masks.observe(seconds_between(masks_start, Clock::now()));
   });
   runner_.forward(batch, logits_);
   masks.get();
@@ -282,7 +294,7 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
     const int top = sampling[r]->top_logprobs();
     std::vector<float> raw;
     if (top >= 0) raw.assign(row.begin(), row.end());  // the sampler edits the row
-    if (sampling[r]->constrained()) sampling[r]->constrain(row);
+    if (sampling[r]->constrained()) mask_logits(row, sampling[r]->allowed_tokens());
     next.push_back(sampling[r]->sampler().sample(row, sampling[r]->penalty_history()));
     if (top >= 0) logprobs[r] = token_logprobs(raw, next.back(), top);
   }

@@ -1,8 +1,6 @@
 #include "grammar/token_constraint.h"
 
 #include <algorithm>
-#include <limits>
-#include <numeric>
 
 #include "util/error.h"
 
@@ -102,12 +100,6 @@ std::shared_ptr<const TokenMask> TokenConstraint::walk() {
     for (auto id : trie.stop_ids()) mask->allow(id);
   }
   return mask;
-}
-
-void apply_mask(const TokenMask& mask, std::span<float> logits) {
-  for (std::size_t id = 0; id < logits.size(); ++id) {
-    if (id >= mask.tokens() || !mask.allows(static_cast<std::int32_t>(id))) logits[id] = -std::numeric_limits<float>::infinity();
-  }
 }
 
 void TokenConstraint::accept(std::int32_t token) {

@@ -63,9 +63,6 @@ class VocabTrie {
   std::size_t max_depth_ = 0;
 };
 
-// Sets every logit the mask does not allow to -infinity.
-void apply_mask(const TokenMask& mask, std::span<float> logits);
-
 // A grammar bound to a vocabulary, shared by the sequences that use it.
 class TokenGrammar {
  public:

@@ -17,7 +17,9 @@ std::vector<std::int32_t> ForwardPass::sample(const Batch& batch, std::span<cons
   const std::size_t vocab = rows.empty() ? 0 : logits.size() / rows.size();
   std::vector<std::int32_t> tokens;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    tokens.push_back(rows[r].sampler.sample(std::span(logits).subspan(r * vocab, vocab), rows[r].history));
+    const auto row = std::span(logits).subspan(r * vocab, vocab);
+    if (!rows[r].allowed.empty()) mask_logits(row, rows[r].allowed);
+    tokens.push_back(rows[r].sampler.sample(row, rows[r].history));
   }
   return tokens;
 }

@@ -16,6 +16,7 @@ namespace rf {
 struct SampleRow {
   TokenSampler& sampler;                  // the row's sequence's
   std::span<const std::int32_t> history;  // that sequence so far, prompt included (for the penalties)
+  std::span<const std::uint64_t> allowed = {};  // a grammar's mask (see mask_logits); empty: every token
 };
 
 // What the device can do at best, measured: the denominators of the benchmark's bounds.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "util/error.h"
 
@@ -19,6 +20,13 @@ void SamplingParams::validate() const {
   for (const auto& [token, bias] : logit_bias) {
     if (token < 0) fail("logit_bias names token {}, which is not a token id", token);
     if (!(bias >= -100 && bias <= 100)) fail("logit_bias of token {} must be in [-100, 100], got {}", token, bias);
+  }
+}
+
+void mask_logits(std::span<float> logits, std::span<const std::uint64_t> allowed) {
+  for (std::size_t id = 0; id < logits.size(); ++id) {
+    const bool allows = id / 64 < allowed.size() && (allowed[id / 64] >> (id % 64)) & 1;
+    if (!allows) logits[id] = -std::numeric_limits<float>::infinity();
   }
 }
 

@@ -28,6 +28,10 @@ struct SamplingParams {
   void validate() const;
 };
 
+// Constrained decoding's mask (grammar/token_constraint.h): one bit per token id, set where the
+// token may come next. Every logit it does not allow becomes -infinity, before anything else.
+void mask_logits(std::span<float> logits, std::span<const std::uint64_t> allowed);
+
 // Whether the penalties are on (some history would change the logits).
 bool penalises(const SamplingParams& params);
 

@@ -90,6 +90,7 @@ std::string prometheus_text(const EngineMetrics* engine, const ImageMetrics* ima
   w.histogram("time_to_first_token_seconds", "From arrival to the first generated token", m.time_to_first_token);
   w.histogram("inter_token_latency_seconds", "Between consecutive tokens of a generation", m.inter_token_latency);
   w.histogram("request_duration_seconds", "From arrival to the last token", m.request_latency);
+  w.histogram("grammar_mask_seconds", "Working out a step's grammar masks (structured output)", m.grammar_masks);
   return w.take();
 }
 

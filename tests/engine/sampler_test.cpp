@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -151,6 +152,33 @@ TEST(Sampler, RejectsInvalidParameters) {
   EXPECT_THROW(Sampler{p}, Error);
   p.logit_bias = {{-1, 1.0f}};
   EXPECT_THROW(Sampler{p}, Error);
+}
+
+// A grammar's mask: the tokens it allows keep their logits, every other one (those past the mask's
+// end included) is -infinity, and a draw at any temperature picks only allowed tokens.
+TEST(MaskLogits, LeavesOnlyTheAllowedTokens) {
+  const std::size_t vocab = 150;  // past the mask's two words: ids 128..149 are not in it
+  std::vector<std::uint64_t> allowed(2, 0);
+  for (int id : {0, 3, 64, 127}) allowed[id / 64] |= std::uint64_t{1} << (id % 64);
+  const auto original = random_logits(vocab, 11);
+  auto logits = original;
+  mask_logits(logits, allowed);
+  for (std::size_t id = 0; id < vocab; ++id) {
+    const bool kept = id == 0 || id == 3 || id == 64 || id == 127;
+    EXPECT_EQ(logits[id], kept ? original[id] : -std::numeric_limits<float>::infinity()) << id;
+  }
+  SamplingParams p;
+  p.temperature = 1.5;
+  p.top_k = 0;
+  p.min_p = 0;
+  p.seed = 5;
+  Sampler sampler(p);
+  for (int i = 0; i < 200; ++i) {
+    auto row = original;
+    mask_logits(row, allowed);
+    const auto token = sampler.sample(row, {});
+    EXPECT_TRUE(token == 0 || token == 3 || token == 64 || token == 127) << token;
+  }
 }
 
 }  // namespace

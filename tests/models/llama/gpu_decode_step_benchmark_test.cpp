@@ -286,20 +286,42 @@ void DecodeStepBenchmark::batch_layer() {
 void DecodeStepBenchmark::head_and_sampling() {
   constexpr int kVocab = 128256;
   std::printf("[  bench   ] decode step after the layers, %d-token vocabulary\n", kVocab);
-  DeviceBuffer<float> x(random_floats(kHidden)), logits(random_floats(std::size_t{32} * kVocab));
+  const auto host_logits = random_floats(std::size_t{32} * kVocab);
+  // The masked runs leave -infinity in their rows: theirs are a copy.
+  DeviceBuffer<float> x(random_floats(kHidden)), logits(host_logits), masked_logits(host_logits);
   const Matrices head = matrices(DType::BF16, kVocab, kHidden);
   report("gemv output head, bf16", time_in_graph([&](int l) { launch_gemv(head[l], {x.data()}, 1, logits.data(), ctx()); }),
          head.bytes(), false);
   for (const int rows : {1, 32}) {
     RowSampling greedy{};
+    greedy.mask_begin = -1;
     const DeviceBuffer<RowSampling> params(std::vector<RowSampling>(rows, greedy));
     DeviceBuffer<std::int32_t> counts(static_cast<std::size_t>(rows) * kVocab), tokens(rows);
     DeviceBuffer<std::uint64_t> scratch(sample_scratch_keys(rows, kVocab));
     counts.zero();
     report("sample greedily, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
-             launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, counts.data(), scratch.data(), tokens.data(),
-                           ctx());
+             launch_sample(logits.data(), rows, kVocab, params.data(), nullptr, nullptr, counts.data(), scratch.data(),
+                           tokens.data(), ctx());
            }), static_cast<double>(rows) * kVocab * sizeof(float), false);
+    // llama.cpp's default filters and a draw, then both under a grammar's mask per row (structured
+    // output) that allows one token in 64: the masks' bits are read too.
+    RowSampling drawn = row_sampling(SamplingParams{}, 0, 0, 0, -1);
+    const DeviceBuffer<RowSampling> drawn_params(std::vector<RowSampling>(rows, drawn));
+    report("sample at the default filters, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
+             launch_sample(logits.data(), rows, kVocab, drawn_params.data(), nullptr, nullptr, counts.data(),
+                           scratch.data(), tokens.data(), ctx());
+           }), static_cast<double>(rows) * kVocab * sizeof(float), false);
+    DeviceBuffer<std::uint64_t> masks(std::vector<std::uint64_t>(static_cast<std::size_t>(rows) * mask_words(kVocab), 1));
+    for (const RowSampling& row : {greedy, drawn}) {
+      std::vector<RowSampling> masked(rows, row);
+      for (int r = 0; r < rows; ++r) masked[r].mask_begin = r * mask_words(kVocab);
+      const DeviceBuffer<RowSampling> masked_params(masked);
+      const std::string what = row.temperature > 0 ? "at the default filters" : "greedily";
+      report("sample " + what + " under masks, " + std::to_string(rows) + " rows", time_in_graph([&](int) {
+               launch_sample(masked_logits.data(), rows, kVocab, masked_params.data(), nullptr, masks.data(), counts.data(),
+                             scratch.data(), tokens.data(), ctx());
+             }), static_cast<double>(rows) * kVocab * (sizeof(float) + 1.0 / 8), false);
+    }
   }
 }
 

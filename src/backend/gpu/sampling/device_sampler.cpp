@@ -20,10 +20,11 @@ void upload_async(Uploads<T>& uploads, DeviceBuffer<T>& buffer, const std::vecto
 
 }  // namespace
 
-RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length) {
+RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length,
+                         int mask_begin) {
   return {static_cast<float>(params.temperature), params.top_k, params.top_p, params.min_p,
           static_cast<float>(params.repetition_penalty), params.presence_penalty, params.frequency_penalty,
-          params.seed, draw, history_begin, history_length};
+          params.seed, draw, history_begin, history_length, mask_begin};
 }
 
 DeviceSampler::DeviceSampler(int vocab, int max_rows)
@@ -36,15 +37,24 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, const DeviceContext
   if (in_flight_ == static_cast<int>(steps_.size())) fail("at most {} sampling steps may be in flight", steps_.size());
   params_.clear();
   history_.clear();
+  masks_.clear();
   for (const auto& row : rows) {
     if (!row.sampler.params().logit_bias.empty()) fail("a logit bias is applied by the host sampler, not the device's");
     const auto window = penalty_window(row.sampler.params(), row.history);
+    int mask_begin = -1;
+    if (!row.allowed.empty()) {  // ids past the mask are left out, as mask_logits leaves them
+      mask_begin = static_cast<int>(masks_.size());
+      const std::size_t words = mask_words(vocab_);
+      masks_.insert(masks_.end(), row.allowed.begin(), row.allowed.begin() + std::min(words, row.allowed.size()));
+      masks_.resize(mask_begin + words, 0);
+    }
     params_.push_back(row_sampling(row.sampler.params(), row.sampler.next_draw(), static_cast<int>(history_.size()),
-                                   static_cast<int>(window.size())));
+                                   static_cast<int>(window.size()), mask_begin));
     history_.insert(history_.end(), window.begin(), window.end());
   }
   upload_async(param_uploads_, device_params_, params_, ctx);
   upload_async(history_uploads_, device_history_, history_, ctx);
+  if (!masks_.empty()) upload_async(mask_uploads_, device_masks_, masks_, ctx);
   const std::size_t counted = std::min<std::size_t>(rows.size(), max_rows_) * vocab_;
   if (!history_.empty() && counts_.size() < counted) {
     counts_ = DeviceBuffer<std::int32_t>(counted);
@@ -59,7 +69,8 @@ void DeviceSampler::prepare(std::span<const SampleRow> rows, const DeviceContext
 void DeviceSampler::sample(float* logits, int first, int count, const DeviceContext& ctx) {
   if (count > max_rows_) fail("{} rows to sample at once, where the sampler takes {}", count, max_rows_);
   const std::int32_t* history = history_.empty() ? nullptr : device_history_.data();  // no penalties' launch
-  launch_sample(logits, count, vocab_, device_params_.data() + first, history, counts_.data(), scratch_.data(),
+  const std::uint64_t* masks = masks_.empty() ? nullptr : device_masks_.data();     // no masks' launch
+  launch_sample(logits, count, vocab_, device_params_.data() + first, history, masks, counts_.data(), scratch_.data(),
                 tokens_.data(), ctx);
   Step& step = filling();
   RF_GPU_CHECK(gpuMemcpyAsync(step.tokens.data() + first, tokens_.data(), count * sizeof(std::int32_t),

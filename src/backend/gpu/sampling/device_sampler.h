@@ -1,6 +1,6 @@
 #pragma once
-// The host side of sampling on the GPU (host code only): uploads each row's parameters and penalty
-// window, launches the sampling kernels on logit rows the decoder left on the device, and brings
+// The host side of sampling on the GPU (host code only): uploads each row's parameters, penalty
+// window and grammar mask, launches the sampling kernels on logit rows the decoder left on the device, and brings
 // back only the token ids, without waiting for them: up to two steps' tokens may be on their way.
 #include <array>
 #include <cstdint>
@@ -49,10 +49,13 @@ class DeviceSampler {
   int max_rows_;
   std::vector<RowSampling> params_;
   std::vector<std::int32_t> history_;
+  std::vector<std::uint64_t> masks_;  // grammars' masks of the rows that have one, mask_words(vocab_) each
   Uploads<RowSampling> param_uploads_;
   Uploads<std::int32_t> history_uploads_;
+  Uploads<std::uint64_t> mask_uploads_;
   DeviceBuffer<RowSampling> device_params_;
   DeviceBuffer<std::int32_t> device_history_;
+  DeviceBuffer<std::uint64_t> device_masks_;
   DeviceBuffer<std::int32_t> counts_;  // the penalties' scratch: a call's rows * vocab, kept zeroed
   DeviceBuffer<std::uint64_t> scratch_;  // launch_sample's, for max_rows rows
   DeviceBuffer<std::int32_t> tokens_;    // one sample() call's picks

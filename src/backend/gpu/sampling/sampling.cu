@@ -15,6 +15,7 @@ namespace {
 using u64 = unsigned long long;
 
 constexpr int kPenaltyThreads = 256;
+constexpr int kMaskThreads = 256;
 constexpr int kSampleThreads = 1024;
 constexpr int kBins = 256;  // the radix selection reads the 64-bit keys a byte at a time
 // The slices' pass: a block reads kSliceThreads * kSliceDepth logits, each thread kSliceDepth loads
@@ -51,6 +52,15 @@ __global__ void __launch_bounds__(kPenaltyThreads)
     const float scaled = l > 0 ? l / p.repetition_penalty : __fmul_rn(l, p.repetition_penalty);
     row[id] = scaled - static_cast<float>(__dadd_rn(__dmul_rn(n, p.frequency_penalty), p.presence_penalty));
   }
+}
+
+// A block per kMaskThreads tokens of a row (grid.y): a token its row's mask leaves out gets -infinity.
+__global__ void __launch_bounds__(kMaskThreads)
+    mask_kernel(float* logits, int vocab, const RowSampling* params, const u64* masks) {
+  const int begin = params[blockIdx.y].mask_begin;
+  const int id = blockIdx.x * kMaskThreads + threadIdx.x;
+  if (begin < 0 || id >= vocab) return;
+  if (!((masks[begin + id / 64] >> (id % 64)) & 1)) logits[static_cast<std::size_t>(blockIdx.y) * vocab + id] = -INFINITY;
 }
 
 // The host sampler's order as one integer per token: higher logit first, lower id first among equals.
@@ -204,12 +214,19 @@ __global__ void __launch_bounds__(kSampleThreads)
     return;
   }
 
+  // A grammar's mask leaves most of a row at -infinity, every one of them the same key's high half:
+  // the selections leave those out, or their histograms' atomics would all hit one bin. That
+  // changes nothing drawn: where at most k tokens are finite, top-k cuts nothing finite.
   KeyThreshold top_k;
   if (p.top_k > 0 && p.top_k < vocab) {
-    top_k = select_threshold(row, vocab, static_cast<u64>(p.top_k), [](int, float, u64& weight) {
-      weight = 1;
-      return true;
-    });
+    u64 finite = 0;
+    for (int i = threadIdx.x; i < vocab; i += kSampleThreads) finite += row[i] != -INFINITY;
+    if (block_sum_u64(finite) > static_cast<u64>(p.top_k)) {
+      top_k = select_threshold(row, vocab, static_cast<u64>(p.top_k), [](int, float logit, u64& weight) {
+        weight = 1;
+        return logit != -INFINITY;
+      });
+    }
   }
   // Top-p over the top-k survivors, by their probabilities at temperature 1 (relative to the largest).
   const auto fixed_prob = [largest](float logit) { return static_cast<u64>(expf(logit - largest) * kFixedOne); };
@@ -223,10 +240,11 @@ __global__ void __launch_bounds__(kSampleThreads)
     // Reaching top_p of the total, kept in [1, total] whatever the double rounding of the product.
     const u64 wanted = static_cast<u64>(ceil(p.top_p * static_cast<double>(total)));
     const u64 target = wanted < 1 ? 1 : wanted > total ? total : wanted;
+    // Candidates of no weight (-infinity among them) cannot move the threshold: left out.
     top_p = select_threshold(row, vocab, target, [&](int i, float logit, u64& weight) {
       if (!top_k.admits(sort_key(logit, i))) return false;
       weight = fixed_prob(logit);
-      return true;
+      return weight > 0;
     });
   }
 
@@ -255,9 +273,15 @@ __global__ void __launch_bounds__(kSampleThreads)
 std::size_t sample_scratch_keys(int rows, int vocab) { return static_cast<std::size_t>(rows) * slices_of(vocab); }
 
 void launch_sample(float* logits, int rows, int vocab, const RowSampling* params, const std::int32_t* history,
-                   std::int32_t* counts, std::uint64_t* scratch, std::int32_t* tokens, const DeviceContext& ctx) {
+                   const std::uint64_t* masks, std::int32_t* counts, std::uint64_t* scratch, std::int32_t* tokens,
+                   const DeviceContext& ctx) {
   require(rows >= 0 && vocab > 0 && vocab < (1 << 24), "launch_sample", "vocabulary must hold 1 to 2^24 tokens");
   if (rows == 0) return;
+  if (masks) {
+    mask_kernel<<<dim3((vocab + kMaskThreads - 1) / kMaskThreads, rows), kMaskThreads, 0, ctx.stream()>>>(
+        logits, vocab, params, reinterpret_cast<const u64*>(masks));
+    RF_GPU_CHECK_LAUNCH();
+  }
   if (history) {
     penalty_kernel<<<rows, kPenaltyThreads, 0, ctx.stream()>>>(logits, vocab, params, history, counts);
     RF_GPU_CHECK_LAUNCH();

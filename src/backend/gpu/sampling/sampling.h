@@ -25,18 +25,25 @@ struct RowSampling {
   std::uint64_t draw;         // the counter of this draw in the sequence's stream
   int history_begin;          // the penalty window: history[history_begin, + history_length)
   int history_length;
+  int mask_begin;             // a grammar's mask (mask_logits): masks[mask_begin, + mask_words(vocab)); -1: none
 };
 
-RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length);
+RowSampling row_sampling(const SamplingParams& params, std::uint64_t draw, int history_begin, int history_length,
+                         int mask_begin);
+
+// The 64-bit words of one row's token mask.
+inline int mask_words(int vocab) { return (vocab + 63) / 64; }
 
 // The 64-bit words of launch_sample's scratch for `rows` rows of `vocab`.
 std::size_t sample_scratch_keys(int rows, int vocab);
 
-// For each of `rows` rows of `vocab` logits (modified by the penalties): tokens[r] = the row's pick.
-// params, history and tokens are device arrays (history null where no row has a penalty window: the
-// penalties' launch is then left out); counts is rows * vocab ints of zeroed scratch, which the launch
-// leaves zeroed; scratch holds sample_scratch_keys(rows, vocab) words.
+// For each of `rows` rows of `vocab` logits (modified by the masks and the penalties): tokens[r] =
+// the row's pick. params, history, masks and tokens are device arrays (history null where no row has
+// a penalty window, masks null where no row has a mask: those launches are then left out); counts is
+// rows * vocab ints of zeroed scratch, which the launch leaves zeroed; scratch holds
+// sample_scratch_keys(rows, vocab) words.
 void launch_sample(float* logits, int rows, int vocab, const RowSampling* params, const std::int32_t* history,
-                   std::int32_t* counts, std::uint64_t* scratch, std::int32_t* tokens, const DeviceContext& ctx);
+                   const std::uint64_t* masks, std::int32_t* counts, std::uint64_t* scratch, std::int32_t* tokens,
+                   const DeviceContext& ctx);
 
 }  // namespace rf::gpu

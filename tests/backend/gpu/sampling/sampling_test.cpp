@@ -1,9 +1,10 @@
-// GPU sampling against the host sampler (engine/sampler.h): greedy picks and penalised logits
-// identical, draws distributed as the host sampler's surviving tokens (chi-square), and a seed
+// GPU sampling against the host sampler (engine/sampler.h) with grammar masks applied by
+// mask_logits: greedy picks and masked, penalised logits identical, draws distributed as the host sampler's surviving tokens (chi-square), and a seed
 // giving the same tokens every time.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <span>
 
 #include "backend/gpu/sampling/sampling.h"
@@ -16,15 +17,20 @@ namespace {
 class Sampling : public GpuTest {
  protected:
   // `rows` rows of `vocab` logits on the GPU, each with its parameters and draw counter; the penalty
-  // window of `history` is shared by all rows. Returns the picks and leaves the penalised logits in `logits`.
+  // window of `history` is shared by all rows, and so is `masks` (rows with an odd index have no
+  // mask when mask_odd_rows is false). Returns the picks and leaves the masked, penalised logits in
+  // `logits`.
   std::vector<std::int32_t> sample(std::vector<float>& logits, int vocab, const std::vector<SamplingParams>& params,
-                                   const std::vector<std::uint64_t>& draws, std::span<const std::int32_t> history) {
+                                   const std::vector<std::uint64_t>& draws, std::span<const std::int32_t> history,
+                                   std::span<const std::uint64_t> mask = {}, bool mask_odd_rows = true) {
     const int rows = static_cast<int>(params.size());
     std::vector<RowSampling> row_params;
     std::vector<std::int32_t> windows;
     for (int r = 0; r < rows; ++r) {
       const auto window = penalty_window(params[r], history);
-      row_params.push_back(row_sampling(params[r], draws[r], static_cast<int>(windows.size()), static_cast<int>(window.size())));
+      const int mask_begin = mask.empty() || (r % 2 && !mask_odd_rows) ? -1 : 0;
+      row_params.push_back(row_sampling(params[r], draws[r], static_cast<int>(windows.size()),
+                                        static_cast<int>(window.size()), mask_begin));
       windows.insert(windows.end(), window.begin(), window.end());
     }
     windows.push_back(0);  // never empty, so that the buffer has an address
@@ -32,11 +38,13 @@ class Sampling : public GpuTest {
     DeviceBuffer<RowSampling> device_params(row_params);
     DeviceBuffer<std::int32_t> device_history(windows), counts(static_cast<std::size_t>(rows) * vocab), tokens(rows);
     DeviceBuffer<std::uint64_t> scratch(sample_scratch_keys(rows, vocab));
+    std::optional<DeviceBuffer<std::uint64_t>> device_mask;
+    if (!mask.empty()) device_mask.emplace(std::vector<std::uint64_t>(mask.begin(), mask.end()));
     counts.zero();
     scratch.poison();
     tokens.poison();
-    launch_sample(device_logits.data(), rows, vocab, device_params.data(), device_history.data(), counts.data(),
-                  scratch.data(), tokens.data(), ctx());
+    launch_sample(device_logits.data(), rows, vocab, device_params.data(), device_history.data(),
+                  device_mask ? device_mask->data() : nullptr, counts.data(), scratch.data(), tokens.data(), ctx());
     synchronize();
     logits = device_logits.download();
     EXPECT_EQ(counts.download(), std::vector<std::int32_t>(counts.size(), 0)) << "the penalty scratch must stay zeroed";
@@ -45,7 +53,8 @@ class Sampling : public GpuTest {
 
   // `n` draws (counters 0 .. n-1) from one row of logits, in launches of at most 2^24 logits.
   std::vector<std::int32_t> draw_many(const std::vector<float>& row, const SamplingParams& p,
-                                      std::span<const std::int32_t> history, int n) {
+                                      std::span<const std::int32_t> history, int n,
+                                      std::span<const std::uint64_t> mask = {}) {
     const int vocab = static_cast<int>(row.size());
     const int per_launch = std::max(1, std::min(n, (1 << 24) / vocab));
     std::vector<std::int32_t> picks;
@@ -55,7 +64,7 @@ class Sampling : public GpuTest {
       for (int r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
       std::vector<std::uint64_t> draws(rows);
       for (int r = 0; r < rows; ++r) draws[r] = static_cast<std::uint64_t>(first + r);
-      const auto batch = sample(logits, vocab, std::vector<SamplingParams>(rows, p), draws, history);
+      const auto batch = sample(logits, vocab, std::vector<SamplingParams>(rows, p), draws, history, mask);
       picks.insert(picks.end(), batch.begin(), batch.end());
     }
     return picks;
@@ -66,6 +75,17 @@ class Sampling : public GpuTest {
     // A heavy upper tail, as real logits have: a few tokens far above the rest.
     for (auto& l : logits) l = spread * l * l * l + spread * 0.25f * l;
     return logits;
+  }
+  // A grammar's mask allowing about `fraction` of the tokens (at least one).
+  std::vector<std::uint64_t> random_mask(int vocab, double fraction) {
+    std::vector<std::uint64_t> mask(mask_words(vocab), 0);
+    const int threshold = static_cast<int>(fraction * 1000);
+    for (int id = 0; id < vocab; ++id) {
+      if (random_int(0, 999) < threshold) mask[id / 64] |= std::uint64_t{1} << (id % 64);
+    }
+    const int one = random_int(0, vocab - 1);
+    mask[one / 64] |= std::uint64_t{1} << (one % 64);
+    return mask;
   }
   std::vector<std::int32_t> random_history(int length, int vocab) {
     std::vector<std::int32_t> history(length);
@@ -115,6 +135,38 @@ TEST_F(Sampling, GreedyAndPenaltiesMatchTheHostSampler) {
   }
 }
 
+// Rows under a grammar's mask (every other row unmasked in the same launch) pick what the host
+// sampler picks from mask_logits' row, from masks that allow one token up to most of them.
+TEST_F(Sampling, GrammarMasksMatchTheHostSampler) {
+  for (const int vocab : {1, 100, 128256}) {
+    for (const double fraction : {0.0, 0.01, 0.5}) {
+      const int rows = 16;
+      std::vector<float> logits;
+      std::vector<SamplingParams> params(rows, filters(0.0, 40, 0.95, 0.05));
+      for (int r = 0; r < rows; ++r) {
+        const auto row = normal_logits(vocab, 8.0f);
+        logits.insert(logits.end(), row.begin(), row.end());
+        params[r].repetition_penalty = r % 4 == 0 ? 1.2 : 1.0;
+      }
+      const auto mask = random_mask(vocab, fraction);
+      const auto history = random_history(50, vocab);
+      auto host_logits = logits;
+      std::vector<std::int32_t> expected;
+      for (int r = 0; r < rows; ++r) {
+        const auto row = std::span(host_logits).subspan(static_cast<std::size_t>(r) * vocab, vocab);
+        if (r % 2 == 0) mask_logits(row, mask);
+        expected.push_back(Sampler(params[r]).sample(row, history));
+      }
+      const auto picks = sample(logits, vocab, params, std::vector<std::uint64_t>(rows, 0), history, mask, false);
+      EXPECT_EQ(picks, expected) << "vocab " << vocab << ", allowed fraction " << fraction;
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < logits.size(); ++i) differing += logits[i] != host_logits[i];
+      std::printf("vocab %d, mask allowing %.2f: %zu logits differ from the host's (tolerance 0)\n", vocab, fraction, differing);
+      EXPECT_EQ(differing, 0u);
+    }
+  }
+}
+
 // Pearson's chi-square of `picks` against the host sampler's distribution, bins with fewer than 5
 // expected draws pooled; fails for a pick the host would never make or a statistic more than 5
 // standard deviations high (Wilson-Hilferty), about 3e-7 of the time by chance.
@@ -157,6 +209,7 @@ TEST_F(Sampling, DrawsFollowTheHostDistribution) {
     int vocab;
     float spread;
     int draws;
+    double allowed = 1;  // the fraction of tokens a grammar's mask allows (1: no mask)
   };
   SamplingParams penalised = filters(0.8, 40, 0.95, 0.05);  // llama.cpp's defaults
   penalised.repetition_penalty = 1.3;
@@ -170,13 +223,17 @@ TEST_F(Sampling, DrawsFollowTheHostDistribution) {
       {"defaults with penalties", penalised, 1000, 6.0f, 20000},
       {"top-p 0.9 over 128256 tokens", filters(1.0, 0, 0.9, 0.0), 128256, 12.0f, 4000},
       {"top-k 40 over 128256 tokens", filters(1.5, 40, 1.0, 0.0), 128256, 12.0f, 4000},
+      {"defaults under a mask of 3% of 128256 tokens", filters(0.8, 40, 0.95, 0.05), 128256, 12.0f, 4000, 0.03},
+      {"temperature 1 under a mask of 10% of 300", filters(1.0, 0, 1.0, 0.0), 300, 4.0f, 20000, 0.1},
   };
   for (const auto& s : settings) {
     const auto logits = normal_logits(s.vocab, s.spread);
     const auto history = random_history(100, s.vocab);
+    const auto mask = s.allowed < 1 ? random_mask(s.vocab, s.allowed) : std::vector<std::uint64_t>{};
     auto host_logits = logits;
+    if (!mask.empty()) mask_logits(host_logits, mask);
     const auto expected = Sampler(s.params).distribution(host_logits, history);
-    expect_host_distribution(s.name, draw_many(logits, s.params, history, s.draws), expected);
+    expect_host_distribution(s.name, draw_many(logits, s.params, history, s.draws, mask), expected);
   }
 }
 
