@@ -1,5 +1,7 @@
 #include "server/generations.h"
 
+#include "server/access_log.h"
+
 namespace rf::server {
 
 Generations::Generations(std::vector<std::shared_ptr<RequestChannel>> channels)
@@ -21,6 +23,8 @@ bool Generations::poll(std::chrono::milliseconds timeout, const std::function<vo
     waited = true;
     for (auto& e : events) {
       if (e.kind != StreamEvent::Kind::Text) ended_[i] = true;
+      if (e.kind == StreamEvent::Kind::Text && e.token >= 0) access_log::token();
+      if (e.kind == StreamEvent::Kind::Finished) access_log::usage(e.usage.prompt_tokens, e.usage.completion_tokens);
       on_event(i, e);
     }
     any_left = any_left || !ended_[i];

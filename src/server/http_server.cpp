@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "server/access_log.h"
 #include "server/routes.h"
 #include "util/error.h"
 
@@ -51,6 +52,7 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
     listen_socket_ = sock;  // kept to raise httplib's backlog of 5 once bound
   });
   http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    access_log::begin();
     bool handled = false;
     allow_origin(req, res, handled);  // first: a preflight carries no API key
     if (!handled) check_api_key(req, res, handled);
@@ -66,6 +68,7 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   });
   http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     context_.counters.count(route_of(req.path), res.status);
+    access_log::end(req, res);
   });
   add_status_routes(http_, context_);
   add_openai_routes(http_, context_);
