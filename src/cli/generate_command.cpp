@@ -2,14 +2,18 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/runner_options.h"
 #include "engine/generate.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "util/error.h"
 
 namespace rf::cli {
@@ -24,6 +28,7 @@ struct GenerateFlags {
   bool ignore_eos = false;
   bool no_special = false;
   std::vector<std::string> stop;
+  std::string grammar, grammar_file, json_schema, json_schema_file;
   SamplingParams sampling;
   CLI::Option* temperature = nullptr;
   CLI::Option* top_k = nullptr;
@@ -45,19 +50,37 @@ void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
   if (!f.seed->count()) s.seed = std::random_device{}();
 }
 
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read the {} file {}", what, path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 // The prompt: -p TEXT, -p - (standard input) or -f FILE, read whole.
 std::string prompt_text(const GenerateFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) fail("give the prompt as -p TEXT, -p - (standard input) or -f FILE");
   if (f.prompt == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  if (f.prompt_file.empty()) return f.prompt;
-  std::ifstream in(f.prompt_file, std::ios::binary);
-  if (!in) fail("cannot read the prompt file {}", f.prompt_file);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return f.prompt_file.empty() ? f.prompt : read_file(f.prompt_file, "prompt");
+}
+
+// --grammar / --grammar-file (GBNF) or --json-schema / --json-schema-file, as GBNF; empty: none.
+std::string grammar_text(const GenerateFlags& f) {
+  if (!f.grammar.empty()) return f.grammar;
+  if (!f.grammar_file.empty()) return read_file(f.grammar_file, "grammar");
+  const std::string schema = !f.json_schema_file.empty() ? read_file(f.json_schema_file, "JSON schema") : f.json_schema;
+  if (schema.empty()) return {};
+  try {
+    return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));
+  } catch (const nlohmann::json::exception& e) {
+    fail("the JSON schema is not valid JSON: {}", e.what());
+  }
 }
 
 void run(GenerateFlags& f) {
   f.sampling.validate();
   const std::string text = prompt_text(f);
+  const std::string gbnf = grammar_text(f);
+  auto grammar = gbnf.empty() ? std::optional<grammar::Grammar>{} : grammar::parse_gbnf(gbnf);
   auto runner = f.runner.load();
   apply_model_defaults(f, runner->checkpoint().generation_defaults());
   const auto prompt = runner->tokenizer().encode(text, !f.no_special);
@@ -66,6 +89,7 @@ void run(GenerateFlags& f) {
   options.stop = f.stop;
   options.ignore_eos = f.ignore_eos;
   options.sampling = f.sampling;
+  if (grammar) options.grammar = std::make_shared<grammar::TokenGrammar>(std::move(*grammar), runner->grammar_vocabulary());
   const auto result = generate(*runner, prompt, options, [](std::string_view text) {
     fmt::print("{}", text);
     std::fflush(stdout);
@@ -102,6 +126,13 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--stop", flags->stop, "Stop when this string is generated (repeatable)");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Keep generating past the end-of-text token");
   cmd->add_flag("--no-special", flags->no_special, "Do not add BOS/EOS to the prompt");
+  auto* grammar = cmd->add_option("--grammar", flags->grammar, "Constrain the output to this GBNF grammar (llama.cpp's notation)");
+  auto* grammar_file = cmd->add_option("--grammar-file", flags->grammar_file, "Constrain the output to the GBNF grammar in this file");
+  auto* schema = cmd->add_option("-j,--json-schema", flags->json_schema, "Constrain the output to JSON valid under this schema");
+  auto* schema_file = cmd->add_option("--json-schema-file", flags->json_schema_file, "The same, the schema read from this file");
+  grammar->excludes(grammar_file)->excludes(schema)->excludes(schema_file);
+  grammar_file->excludes(schema)->excludes(schema_file);
+  schema->excludes(schema_file);
   cmd->callback([flags] { run(*flags); });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include "engine/model_runner.h"
 #include "engine/sequence.h"
@@ -49,7 +50,6 @@ class QueuedSteps {
 GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& prompt, const GenerateOptions& options,
                         const std::function<void(std::string_view)>& on_text) {
   if (prompt.empty()) fail("the prompt is empty: nothing to generate from");
-  if (options.grammar) fail("constrained decoding runs through the serving scheduler, not generate()");
   const int ctx = runner.ctx_size();
   if (static_cast<int>(prompt.size()) >= ctx) {
     fail("the prompt has {} tokens, which does not fit in the context of {} (raise --ctx-size)", prompt.size(), ctx);
@@ -70,9 +70,17 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
   };
 
   std::vector<std::int32_t> history = prompt;
+  std::optional<grammar::TokenConstraint> constraint;
+  if (options.grammar) constraint.emplace(options.grammar);
+  std::shared_ptr<const grammar::TokenMask> mask;
+  // The row that samples the next token: its grammar's mask, where there is one.
+  auto sample_row = [&]() {
+    if (constraint) mask = constraint->allowed();
+    return SampleRow{sampler, history, mask ? mask->words() : std::span<const std::uint64_t>{}};
+  };
   // The next token after `batch`, which asks for its last token's logits: sampled by the backend.
   auto next_token = [&](const Batch& batch) {
-    const SampleRow row{sampler, history};
+    const SampleRow row = sample_row();
     return runner.sample(batch, std::span(&row, 1)).front();
   };
 
@@ -91,26 +99,29 @@ GenerateResult generate(ModelRunner& runner, const std::vector<std::int32_t>& pr
 
   const auto& stop_ids = runner.stop_ids();
   const auto decode_start = std::chrono::steady_clock::now();
-  // Queues the step that runs `token` at `pos`. Without penalties, the step after it is queued before
-  // its token reaches the host (ForwardPass::queue_sample), so the device never waits for the host.
-  const bool ahead = !penalises(options.sampling);
+  // Queues the step that runs `token` at `pos`. Without penalties or a grammar, the step after it is
+  // queued before its token reaches the host (ForwardPass::queue_sample), so the device never waits
+  // for the host.
+  const bool ahead = !penalises(options.sampling) && !constraint;
   QueuedSteps steps(runner);  // at the loop's top, one where the step that runs `next` is queued already
   auto queue_step = [&](std::int32_t token, int pos) {
     blocks.reserve(pos + 1);
     Batch batch;
     batch.block_tables.push_back(blocks.table());
     batch.add_sequence(0, &token, 1, pos, true);
-    steps.queue(batch, SampleRow{sampler, history});
+    steps.queue(batch, sample_row());
   };
   while (static_cast<int>(result.tokens.size()) < max_tokens) {
-    if (!options.ignore_eos && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
+    // A grammar ends where it may, whatever ignore_eos says: nothing else could follow.
+    if ((!options.ignore_eos || constraint) && std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) {
       result.finish = FinishReason::Stop;
       break;
     }
     result.tokens.push_back(next);
     history.push_back(next);
+    if (constraint) constraint->accept(next);
     emit(stops.push(decoder.push(next)));
-    if (stops.stopped()) {
+    if (stops.stopped() || (constraint && constraint->complete())) {
       result.finish = FinishReason::Stop;
       break;
     }

@@ -20,7 +20,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   SamplingParams sampling;
   // Constrained decoding: only text within this grammar (null: any). It ends the generation as
-  // soon as the grammar is complete. The serving scheduler takes it; generate() refuses it.
+  // soon as the grammar is complete.
   std::shared_ptr<const grammar::TokenGrammar> grammar;
 };
 

@@ -274,6 +274,36 @@ TEST(Cli, GenerateReadsThePromptFromStandardInputOrAFile) {
   expect_clean_failure("generate -f /no/such/prompt", "/no/such/prompt");
 }
 
+// --json-schema and --grammar constrain the text, which the demo model would never write as JSON:
+// it parses (nlohmann's parser) and has the schema's shape; a complete grammar stops the generation.
+TEST(Cli, GenerateTakesAGrammarOrAJsonSchema) {
+  const std::string schema = R"({"type": "object", "required": ["who", "verse"], "additionalProperties": false,
+    "properties": {"who": {"enum": ["Moses", "Aaron"]}, "verse": {"type": "integer"}}})";
+  const fs::path schema_file = scratch_file("schema.json");
+  std::ofstream(schema_file) << schema;
+  const CliRun json_run = run("generate -p 'And God said' --temp 0 -n 200 --json-schema-file " + schema_file.string());
+  ASSERT_EQ(json_run.exit_code, 0) << json_run.output;
+  const auto value = nlohmann::json::parse(generated_text(json_run.output), nullptr, false);
+  ASSERT_TRUE(value.is_object()) << json_run.output;
+  EXPECT_TRUE(value["who"] == "Moses" || value["who"] == "Aaron") << json_run.output;
+  EXPECT_TRUE(value["verse"].is_number_integer()) << json_run.output;
+  const CliRun inline_schema = run("generate -p 'And God said' --temp 0 -n 200 -j '" + schema + "'");
+  EXPECT_EQ(generated_text(inline_schema.output), generated_text(json_run.output));
+
+  const CliRun answer = run("generate -p 'And God said' --seed 4 -n 50 --grammar 'root ::= (\"yea\" | \"nay\") \", \" [0-9]{2}'");
+  ASSERT_EQ(answer.exit_code, 0) << answer.output;
+  EXPECT_TRUE(std::regex_search(answer.output, std::regex("^(yea|nay), [0-9]{2}\n?prompt: "))) << answer.output;
+  EXPECT_NE(answer.output.find("stopped by end of text"), std::string::npos) << answer.output;
+
+  expect_clean_failure("generate -p hi --grammar 'root ::= item'", "'item' is used but never defined");
+  expect_clean_failure("generate -p hi --json-schema '{\"type\": \"string\", \"pattern\": \"a\"}'", "'pattern'");
+  expect_clean_failure("generate -p hi --json-schema '{bad'", "not valid JSON");
+  expect_clean_failure("generate -p hi --grammar-file /no/such/grammar", "/no/such/grammar");
+  const CliRun both = run("generate -p hi --grammar 'root ::= \"a\"' -j '{}'");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.output.find("excludes"), std::string::npos) << both.output;
+}
+
 // Values out of sense: a negative top-k is refused; threads past the machine's and a context past the
 // model's training run, with a warning.
 TEST(Cli, ValuesOutOfSenseAreRefusedOrWarnedAbout) {
