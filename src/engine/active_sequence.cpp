@@ -23,7 +23,7 @@ ActiveSequence::ActiveSequence(GenerationRequest request, std::shared_ptr<Reques
 void ActiveSequence::prepare_constraint() {
   try {
     allowed_ = constraint_->allowed();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // on a pool thread, which must not throw
     allowed_.reset();
     fail(e.what());
   }

@@ -277,12 +277,15 @@ void Scheduler::sample_next(const std::vector<Scheduled>& scheduled, const Batch
     return;
   }
   // During the step, on a thread of its own: the CPU backend's step has the pool.
-  auto masks = std::async(std::launch::async, [&] {
-    prepare_masks(0, sampling.size());
-    if (constrained) metrics_.grammar_masks.observe(seconds_between(masks_start, Clock::now()));
-  });
+  std::future<void> masks;
+  if (constrained) {
+    masks = std::async(std::launch::async, [&] {
+      prepare_masks(0, sampling.size());
+      metrics_.grammar_masks.observe(seconds_between(masks_start, Clock::now()));
+    });
+  }
   runner_.forward(batch, logits_);
-  masks.get();
+  if (masks.valid()) masks.get();
   const std::size_t vocab = runner_.config().vocab_size;
   next.clear();
   for (std::size_t r = 0; r < sampling.size(); ++r) {
