@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +62,46 @@ const std::set<std::string>& annotations() {
                                              "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
                                              "definitions"};
   return keys;
+}
+
+// Integers take at most 16 digits, as the grammar's numbers do.
+constexpr double kLargestInteger = 1e16;
+
+// GBNF for the decimal digits of the numbers of equal length from `low` to `high` (as strings).
+void same_length_digits(const std::string& low, const std::string& high, const std::string& prefix,
+                        std::vector<std::string>& out) {
+  const std::size_t n = low.size();
+  if (n == 0) {
+    out.push_back(prefix.empty() ? "\"\"" : prefix);
+    return;
+  }
+  auto with = [&](const std::string& piece) { return prefix.empty() ? piece : prefix + " " + piece; };
+  const std::string rest_low = low.substr(1), rest_high = high.substr(1);
+  if (low[0] == high[0]) return same_length_digits(rest_low, rest_high, with(fmt::format("\"{}\"", low[0])), out);
+  const std::string nines(n - 1, '9'), zeros(n - 1, '0');
+  auto digits = [](char a, char b) { return a == b ? fmt::format("\"{}\"", a) : fmt::format("[{}-{}]", a, b); };
+  auto any = [&](std::size_t k) { return k == 0 ? std::string() : fmt::format(" [0-9]{{{}}}", k); };
+  // The first digit's low end with what may follow it, the digits between with anything, the high end.
+  char first = low[0], last = high[0];
+  if (rest_low != zeros) {
+    same_length_digits(rest_low, nines, with(fmt::format("\"{}\"", low[0])), out);
+    ++first;
+  }
+  if (rest_high != nines) --last;
+  if (first <= last) out.push_back(with(digits(first, last) + any(n - 1)));
+  if (rest_high != nines) same_length_digits(zeros, rest_high, with(fmt::format("\"{}\"", high[0])), out);
+}
+
+// GBNF alternatives for the decimal integers from `low` to `high` (0 <= low <= high), no leading zeros.
+std::vector<std::string> digit_ranges(long long low, long long high) {
+  std::vector<std::string> out;
+  // By length: 0-9, 10-99, 100-999, ...
+  for (long long shortest = 0, longest = 9;; shortest = longest + 1, longest = longest * 10 + 9) {
+    const long long a = std::max(low, shortest), b = std::min(high, longest);
+    if (a <= b) same_length_digits(std::to_string(a), std::to_string(b), "", out);
+    if (longest >= high) break;
+  }
+  return out;
 }
 
 // A GBNF string literal of these bytes.
@@ -156,7 +197,8 @@ class SchemaCompiler {
   void check_keywords(const json& schema, const std::string& where) {
     static const std::set<std::string> taken = {"type", "properties", "required", "additionalProperties", "items",
                                                 "minItems", "maxItems", "enum", "const", "anyOf", "oneOf", "allOf",
-                                                "$ref", "minLength", "maxLength", "format"};
+                                                "$ref", "minLength", "maxLength", "format", "minimum", "maximum",
+                                                "exclusiveMinimum", "exclusiveMaximum"};
     for (const auto& [key, value] : schema.items()) {
       if (!taken.contains(key) && !annotations().contains(key)) {
         unsupported(where, fmt::format("the keyword '{}' is not supported in structured output", key));
@@ -170,7 +212,11 @@ class SchemaCompiler {
     if (name == "object") return object(schema, base, where);
     if (name == "array") return array(schema, base, where);
     if (name == "string") return string(schema, base, where);
-    if (name == "number" || name == "integer" || name == "boolean" || name == "null") return primitive(name);
+    if (name == "integer") return integer(schema, base, where);
+    if (name == "number" && bounded(schema)) {
+      unsupported(where, "minimum and maximum are supported for integers only (not for type number)");
+    }
+    if (name == "number" || name == "boolean" || name == "null") return primitive(name);
     unsupported(where, fmt::format("unknown type '{}'", name));
   }
 
@@ -244,6 +290,47 @@ class SchemaCompiler {
     primitive("char");
     primitive("ws");
     return add_rule(base, fmt::format("\"\\\"\" char{} \"\\\"\" ws", repetition(min, max)));
+  }
+
+  static bool bounded(const json& schema) {
+    return schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") ||
+           schema.contains("exclusiveMaximum");
+  }
+
+  // The tightest integer bound the keywords give (a lower one when `lower`).
+  static std::optional<long long> integer_bound(const json& schema, bool lower, const std::string& where) {
+    std::optional<long long> bound;
+    for (const bool exclusive : {false, true}) {
+      const char* key = lower ? (exclusive ? "exclusiveMinimum" : "minimum") : (exclusive ? "exclusiveMaximum" : "maximum");
+      const auto it = schema.find(key);
+      if (it == schema.end()) continue;
+      if (!it->is_number() || std::abs(it->get<double>()) >= kLargestInteger) {
+        unsupported(where, fmt::format("{} must be a number of at most 16 digits", key));
+      }
+      const double v = it->get<double>();
+      const auto b = static_cast<long long>(lower ? (exclusive ? std::floor(v) + 1 : std::ceil(v))
+                                                  : (exclusive ? std::ceil(v) - 1 : std::floor(v)));
+      bound = !bound ? b : lower ? std::max(*bound, b) : std::min(*bound, b);
+    }
+    return bound;
+  }
+
+  // An integer within the schema's bounds, the digits spelled out range by range.
+  std::string integer(const json& schema, const std::string& base, const std::string& where) {
+    if (!bounded(schema)) return primitive("integer");
+    const auto low = integer_bound(schema, true, where), high = integer_bound(schema, false, where);
+    if (low && high && *low > *high) unsupported(where, "no integer lies within its minimum and maximum");
+    const long long most = static_cast<long long>(kLargestInteger) - 1;
+    std::vector<std::string> choices;
+    if (!low || *low < 0) {  // the negative part: "-" and a magnitude from max(1, -high) to -low
+      const long long from = high && *high < 0 ? -*high : 1;
+      for (auto& c : digit_ranges(from, low ? -*low : most)) choices.push_back("\"-\" " + c);
+    }
+    if (!high || *high >= 0) {
+      for (auto& c : digit_ranges(low && *low > 0 ? *low : 0, high ? *high : most)) choices.push_back(c);
+    }
+    primitive("ws");
+    return add_rule(base, fmt::format("({}) ws", join(choices)));
   }
 
   std::string array(const json& schema, const std::string& base, const std::string& where) {

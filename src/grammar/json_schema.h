@@ -5,7 +5,8 @@
 // Taken: type (one or a list), properties, required, additionalProperties, items, minItems,
 // maxItems, enum, const, anyOf, oneOf (as anyOf), allOf of one schema, $ref into $defs or
 // definitions (recursion included), minLength, maxLength, format date, time, date-time and uuid,
-// and the annotations that do not change what validates (title, description, default, ...).
+// minimum, maximum, exclusiveMinimum and exclusiveMaximum of integers, and the annotations that do
+// not change what validates (title, description, default, ...).
 // Any other keyword is refused by name rather than ignored.
 //
 // Where a schema allows more than it lists, the grammar takes a valid part of it: an object with

@@ -77,9 +77,50 @@ TEST(JsonSchema, FormatsAndFreeObjects) {
   expect_instances(json::parse(R"({"type": "object"})"), {{R"({"a":[1,{"b":null}],"c":"d"})", true}, {"[]", false}});
 }
 
+// Integer bounds spelled out as digit ranges: every integer from -5000 to 5000 (and some long ones)
+// is in the language exactly when the bounds hold, checked against integer comparison.
+TEST(JsonSchema, IntegerBoundsHoldForEveryValue) {
+  struct Bounds {
+    const char* keywords;
+    long long low, high;  // inclusive
+  };
+  const long long none = 9'999'999'999'999'999;  // 16 digits: the grammar's longest integers
+  const Bounds cases[] = {
+      {R"("minimum": 0)", 0, none},
+      {R"("minimum": 1, "maximum": 12)", 1, 12},
+      {R"("minimum": 15, "maximum": 4321)", 15, 4321},
+      {R"("minimum": -250, "maximum": 37)", -250, 37},
+      {R"("minimum": -1999, "maximum": -20)", -1999, -20},
+      {R"("exclusiveMinimum": 9, "exclusiveMaximum": 1000)", 10, 999},
+      {R"("minimum": 2.5, "maximum": 7.5)", 3, 7},
+      {R"("maximum": -3)", -none, -3},
+      {R"("maximum": 100)", -none, 100},
+      {R"("minimum": 1000, "exclusiveMinimum": 999, "maximum": 1000)", 1000, 1000},
+  };
+  for (const auto& c : cases) {
+    const auto schema = json::parse(std::string(R"({"type": "integer", )") + c.keywords + "}");
+    const Grammar grammar = parse_gbnf(json_schema_to_gbnf(schema));
+    std::size_t wrong = 0;
+    auto check = [&](long long v) {
+      const bool in = v >= c.low && v <= c.high;
+      if (matches(grammar, std::to_string(v)) != in) {
+        ++wrong;
+        ADD_FAILURE() << c.keywords << ": " << v << (in ? " refused" : " taken");
+      }
+    };
+    for (long long v = -5000; v <= 5000; ++v) check(v);
+    for (long long v : {123456789LL, -123456789LL, 9999999999999999LL, -9999999999999999LL}) check(v);
+    EXPECT_FALSE(matches(grammar, "01")) << c.keywords;
+    EXPECT_FALSE(matches(grammar, "-0")) << c.keywords;
+    std::printf("%s: %zu values wrongly judged (tolerance 0)\n", c.keywords, wrong);
+  }
+  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "minimum": 5, "maximum": 4})")).find("no integer"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "number", "minimum": 0})")).find("integers only"), std::string::npos);
+}
+
 TEST(JsonSchema, RefusesWhatItCannotEnforceByName) {
   EXPECT_NE(error_of(json::parse(R"({"type": "string", "pattern": "^a+$"})")).find("'pattern'"), std::string::npos);
-  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "minimum": 0})")).find("'minimum'"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "multipleOf": 3})")).find("'multipleOf'"), std::string::npos);
   EXPECT_NE(error_of(json::parse(R"({"type": "string", "format": "email"})")).find("format"), std::string::npos);
   EXPECT_NE(error_of(json::parse(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})")).find("\"b\""),
             std::string::npos);
