@@ -194,7 +194,7 @@ Sequence GrammarBuilder::repeat(const Sequence& item, int min, int max, std::str
   return result;
 }
 
-std::vector<std::uint32_t> GrammarBuilder::nullable_rules() const {
+std::vector<bool> GrammarBuilder::nullable_rules() const {
   std::vector<bool> nullable(names_.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
@@ -211,17 +211,12 @@ std::vector<std::uint32_t> GrammarBuilder::nullable_rules() const {
       }
     }
   }
-  std::vector<std::uint32_t> result;
-  for (std::uint32_t r = 0; r < names_.size(); ++r) {
-    if (nullable[r]) result.push_back(r);
-  }
-  return result;
+  return nullable;
 }
 
 // A rule that can reach itself without consuming a byte would expand forever.
 void GrammarBuilder::refuse_left_recursion() const {
-  std::vector<bool> nullable(names_.size(), false);
-  for (auto r : nullable_rules()) nullable[r] = true;
+  const std::vector<bool> nullable = nullable_rules();
   std::vector<std::vector<std::uint32_t>> leftmost(names_.size());
   for (std::uint32_t r = 0; r < names_.size(); ++r) {
     for (const auto& alternative : definitions_[r]) {
@@ -257,13 +252,12 @@ Grammar GrammarBuilder::build(std::string_view root) && {
   Grammar grammar;
   grammar.root_ = found->second;
   for (std::uint32_t r = 0; r < names_.size(); ++r) {
-    Grammar::Rule rule{names_[r], {}};
+    auto& starts = grammar.rules_.emplace_back();
     for (const auto& alternative : definitions_[r]) {
-      rule.alternatives.push_back(static_cast<std::uint32_t>(grammar.code_.size()));
+      starts.push_back(static_cast<std::uint32_t>(grammar.code_.size()));
       grammar.code_.insert(grammar.code_.end(), alternative.begin(), alternative.end());
       grammar.code_.push_back({Element::Kind::End, 0});
     }
-    grammar.rules_.push_back(std::move(rule));
   }
   grammar.byte_sets_ = std::move(byte_sets_);
   return grammar;

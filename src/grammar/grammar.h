@@ -31,19 +31,13 @@ class Grammar {
   std::uint32_t root() const { return root_; }
   // Each alternative is a run of elements closed by an End; positions index into that code.
   const Element& at(std::uint32_t position) const { return code_[position]; }
-  std::span<const std::uint32_t> alternatives(std::uint32_t rule) const { return rules_[rule].alternatives; }
+  std::span<const std::uint32_t> alternatives(std::uint32_t rule) const { return rules_[rule]; }
   const ByteSet& bytes(std::uint32_t index) const { return byte_sets_[index]; }
-  std::size_t rule_count() const { return rules_.size(); }
-  const std::string& rule_name(std::uint32_t rule) const { return rules_[rule].name; }
 
  private:
   friend class GrammarBuilder;
-  struct Rule {
-    std::string name;
-    std::vector<std::uint32_t> alternatives;  // start positions
-  };
   std::vector<Element> code_;
-  std::vector<Rule> rules_;
+  std::vector<std::vector<std::uint32_t>> rules_;  // each rule's alternatives' start positions
   std::vector<ByteSet> byte_sets_;
   std::uint32_t root_ = 0;
 };
@@ -75,7 +69,7 @@ class GrammarBuilder {
   Grammar build(std::string_view root) &&;
 
  private:
-  std::vector<std::uint32_t> nullable_rules() const;
+  std::vector<bool> nullable_rules() const;  // by rule: whether it can match nothing
   void refuse_left_recursion() const;
 
   std::vector<std::string> names_;
