@@ -98,7 +98,7 @@ TEST_F(BadInput, StructuredOutputMistakesNameTheirField) {
       {{{"response_format", "json"}}, "response_format"},
       {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
       {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", 5}}}}}}, "response_format.json_schema.name"},
-      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}, {"maximum", 3}}}}}}}},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "number"}, {"maximum", 3}}}}}}}},
        "response_format.json_schema.schema"},
       {{{"grammar", "root ::= missing"}}, "grammar"},
       {{{"grammar", 5}}, "grammar"},
