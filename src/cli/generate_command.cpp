@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "util/error.h"
+#include "util/text_file.h"
 
 namespace rf::cli {
 
@@ -50,24 +50,18 @@ void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
   if (!f.seed->count()) s.seed = std::random_device{}();
 }
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read the {} file {}", what, path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // The prompt: -p TEXT, -p - (standard input) or -f FILE, read whole.
 std::string prompt_text(const GenerateFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty()) fail("give the prompt as -p TEXT, -p - (standard input) or -f FILE");
   if (f.prompt == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  return f.prompt_file.empty() ? f.prompt : read_file(f.prompt_file, "prompt");
+  return f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
 }
 
 // --grammar / --grammar-file (GBNF) or --json-schema / --json-schema-file, as GBNF; empty: none.
 std::string grammar_text(const GenerateFlags& f) {
   if (!f.grammar.empty()) return f.grammar;
-  if (!f.grammar_file.empty()) return read_file(f.grammar_file, "grammar");
-  const std::string schema = !f.json_schema_file.empty() ? read_file(f.json_schema_file, "JSON schema") : f.json_schema;
+  if (!f.grammar_file.empty()) return read_text_file(f.grammar_file);
+  const std::string schema = !f.json_schema_file.empty() ? read_text_file(f.json_schema_file) : f.json_schema;
   if (schema.empty()) return {};
   try {
     return grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));

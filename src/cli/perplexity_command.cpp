@@ -1,12 +1,10 @@
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/runner_options.h"
 #include "engine/perplexity.h"
 #include "util/error.h"
+#include "util/text_file.h"
 
 namespace rf::cli {
 
@@ -16,14 +14,6 @@ struct PerplexityFlags {
   RunnerFlags runner;
   std::string file;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void run(const PerplexityFlags& f) {
   const std::string text = read_text_file(f.file);

@@ -6,10 +6,10 @@
 #include <string_view>
 
 #include "util/error.h"
+#include "util/text_file.h"  // read_text_file, which the loaders use beside read_json_file
 
 namespace rf {
 
-std::string read_text_file(const std::string& path);     // the bytes of the file
 nlohmann::json read_json_file(const std::string& path);  // throws naming the file if it is not JSON
 
 // Runs `step` (returning what it returns) so that any error it throws names `path`.
