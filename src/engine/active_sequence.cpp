@@ -15,7 +15,7 @@ ActiveSequence::ActiveSequence(GenerationRequest request, std::shared_ptr<Reques
       max_tokens_(max_context - tokens.size()),
       sampler_(request_.options.sampling),
       stops_(request_.options.stop),
-      decoder_(tokenizer) {
+      decoder_(tokenizer, true, request_.options.shown_special_tokens) {
   if (request_.options.max_tokens >= 0) max_tokens_ = std::min<std::size_t>(max_tokens_, request_.options.max_tokens);
   if (request_.options.grammar) constraint_.emplace(request_.options.grammar);
 }

@@ -22,6 +22,9 @@ struct GenerateOptions {
   // Constrained decoding: only text within this grammar (null: any). It ends the generation as
   // soon as the grammar is complete.
   std::shared_ptr<const grammar::TokenGrammar> grammar;
+  // Special tokens that stay in the text, which otherwise drops them: the markers of tool calls
+  // (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>) that the server parses the calls by.
+  std::vector<std::int32_t> shown_special_tokens;
 };
 
 enum class FinishReason { Stop, Length };

@@ -126,9 +126,10 @@ class SchemaCompiler {
  public:
   explicit SchemaCompiler(const json& root) : root_(root) {}
 
-  std::string compile() && {
+  std::string compile(const std::string& top_rule) && {
     const auto expression = visit(root_, "schema", "schema");
-    rules_["root"] = expression;
+    if (rules_.contains(top_rule)) fail("'{}' cannot name a JSON schema's grammar: a rule of it has that name", top_rule);
+    rules_[top_rule] = expression;
     std::string text;
     for (const auto& [name, body] : rules_) text += fmt::format("{} ::= {}\n", name, body);
     return text;
@@ -264,7 +265,7 @@ class SchemaCompiler {
   static std::optional<int> count(const json& schema, const char* key, const std::string& where) {
     const auto it = schema.find(key);
     if (it == schema.end()) return std::nullopt;
-    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > 10000) unsupported(where, fmt::format("{} must be an integer from 0 to 10000", key));
+    if (!it->is_number_integer() || it->get<long long>() < 0 || it->get<long long>() > 10000) unsupported(where, fmt::format("{} must be an integer from 0 to 10000", key));
     return it->get<int>();
   }
 
@@ -410,7 +411,9 @@ class SchemaCompiler {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const json& schema) { return SchemaCompiler(schema).compile(); }
+std::string json_schema_to_gbnf(const json& schema, const std::string& top_rule) {
+  return SchemaCompiler(schema).compile(top_rule);
+}
 
 std::string json_object_gbnf() {
   return json_schema_to_gbnf(json{{"type", "object"}});

@@ -21,7 +21,9 @@
 namespace rf::grammar {
 
 // GBNF (gbnf.h) for the schema; throws rf::Error naming what is not supported or not valid.
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// `top_rule` names the rule of the whole schema: another name than root lets a grammar around
+// it (tool calls' markers) use the schema's rules, which are lowercase words joined by '-'.
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const std::string& top_rule = "root");
 
 // GBNF for any JSON object (OpenAI's response_format json_object).
 std::string json_object_gbnf();

@@ -51,6 +51,31 @@ std::string token_text(const Tokenizer& tokenizer, std::optional<TokenId> id) {
 
 const char* const kRoles[] = {"system", "developer", "user", "assistant", "tool"};
 
+// An assistant message's tool_calls, with their arguments as objects: templates write them with
+// tojson, and OpenAI's clients send them as JSON text.
+void checked_tool_calls(nlohmann::ordered_json& message, const std::string& where) {
+  const auto calls = message.find("tool_calls");
+  if (calls == message.end() || calls->is_null()) {
+    if (calls != message.end()) message.erase("tool_calls");
+    return;
+  }
+  if (!calls->is_array()) bad_field(where + ".tool_calls", "must be an array");
+  for (std::size_t i = 0; i < calls->size(); ++i) {
+    const std::string at = fmt::format("{}.tool_calls[{}]", where, i);
+    auto& call = (*calls)[i];
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) bad_field(at + ".function", "must be an object");
+    auto& f = call["function"];
+    if (!f.contains("name") || !f["name"].is_string()) bad_field(at + ".function.name", "must be a string");
+    auto& arguments = f["arguments"];
+    if (arguments.is_string()) {
+      arguments = nlohmann::ordered_json::parse(arguments.get<std::string>(), nullptr, false);
+      if (arguments.is_discarded()) bad_field(at + ".function.arguments", "must be a JSON object, as text or not");
+    }
+    if (arguments.is_null()) arguments = nlohmann::ordered_json::object();
+    if (!arguments.is_object()) bad_field(at + ".function.arguments", "must be a JSON object, as text or not");
+  }
+}
+
 // One message with its content as plain text: the templates of text models expect a string.
 nlohmann::ordered_json checked_message(const json& message, std::size_t index) {
   const std::string where = fmt::format("messages[{}]", index);
@@ -78,13 +103,20 @@ nlohmann::ordered_json checked_message(const json& message, std::size_t index) {
   }
   nlohmann::ordered_json out = nlohmann::ordered_json::parse(message.dump());
   out["content"] = content;
+  if (*role == "assistant") checked_tool_calls(out, where);
+  if (*role == "tool" && out.contains("tool_call_id") && !out["tool_call_id"].is_string()) {
+    bad_field(where + ".tool_call_id", "must be a string");
+  }
   return out;
 }
-
 }  // namespace
 
 ChatPrompt::ChatPrompt(std::string source, std::string bos, std::string eos)
-    : template_(ChatTemplate::parse(source)), source_(std::move(source)), bos_(std::move(bos)), eos_(std::move(eos)) {}
+    : template_(ChatTemplate::parse(source)),
+      source_(std::move(source)),
+      bos_(std::move(bos)),
+      eos_(std::move(eos)),
+      tool_format_(tool_call_format(source_)) {}
 
 std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const Tokenizer& tokenizer) {
   std::optional<std::string> source;
@@ -97,12 +129,21 @@ std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const T
   return ChatPrompt(std::move(*source), token_text(tokenizer, tokenizer.bos_id()), token_text(tokenizer, tokenizer.eos_id()));
 }
 
-std::string ChatPrompt::render(const json& messages, bool add_generation_prompt, const json& extra) const {
+std::string ChatPrompt::render(const json& messages, bool add_generation_prompt, const json& extra,
+                               const ToolUse* tools) const {
   if (!messages.is_array() || messages.empty()) bad_field("messages", "must be a non-empty array of messages");
   nlohmann::ordered_json checked = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < messages.size(); ++i) checked.push_back(checked_message(messages[i], i));
+  auto variables = nlohmann::ordered_json::parse(extra.dump());
+  if (tool_format_ == ToolCallFormat::Generic) {
+    checked = generic_tool_messages(checked, tools ? tools->tools : nlohmann::ordered_json());
+  } else if (tools) {
+    variables["tools"] = tools->tools;
+  }
   try {
-    return render_chat(template_, checked, add_generation_prompt, bos_, eos_, nlohmann::ordered_json::parse(extra.dump()));
+    std::string prompt = render_chat(template_, checked, add_generation_prompt, bos_, eos_, variables);
+    if (tools && tools->opened) prompt += tool_call_marker(tool_format_);
+    return prompt;
   } catch (const Error& e) {
     // A template may refuse a conversation (roles out of order, say) with raise_exception.
     throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", e.what()), "messages");

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "chat/tool_calls.h"
 #include "model/checkpoint.h"
+#include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf::server {
@@ -18,9 +20,12 @@ class ChatPrompt {
   static std::optional<ChatPrompt> load(const Checkpoint& checkpoint, const Tokenizer& tokenizer);
 
   // Checks OpenAI's `messages` (400 naming what is wrong) and renders them; `extra` holds more
-  // variables for the template (vLLM's chat_template_kwargs, e.g. enable_thinking).
-  std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra) const;
+  // variables for the template (vLLM's chat_template_kwargs, e.g. enable_thinking). `tools`:
+  // the tools offered, in the template's way or, for a template without tools, the Generic one.
+  std::string render(const nlohmann::json& messages, bool add_generation_prompt, const nlohmann::json& extra,
+                     const ToolUse* tools = nullptr) const;
   const std::string& source() const { return source_; }  // the template's text, as the checkpoint holds it
+  ToolCallFormat tool_format() const { return tool_format_; }
 
  private:
   ChatPrompt(std::string source, std::string bos, std::string eos);
@@ -29,6 +34,7 @@ class ChatPrompt {
   std::string source_;
   std::string bos_;
   std::string eos_;
+  ToolCallFormat tool_format_;
 };
 
 }  // namespace rf::server

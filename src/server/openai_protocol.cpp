@@ -14,7 +14,33 @@ using nlohmann::json;
 
 namespace {
 
-const char* finish_reason(FinishReason reason) { return reason == FinishReason::Stop ? "stop" : "length"; }
+const char* finish_reason(FinishReason reason, bool called = false) {
+  if (reason == FinishReason::Length) return "length";
+  return called ? "tool_calls" : "stop";
+}
+
+std::optional<ToolCallParser> tool_parser(const ResponseOptions& options) {
+  if (!options.tools) return std::nullopt;
+  const auto& t = *options.tools;
+  return ToolCallParser(t.format, t.names, t.parallel, t.opened);
+}
+
+// OpenAI's ids are "call_" and 24 letters or digits; Mistral's templates insist on 9 of them.
+std::string tool_call_id(const ToolCall& call, ToolCallFormat format) {
+  if (!call.id.empty()) return call.id;
+  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::string id = format == ToolCallFormat::Mistral ? "" : "call_";
+  const std::size_t length = format == ToolCallFormat::Mistral ? 9 : 24;
+  for (std::size_t i = 0; i < length; ++i) id += kAlphabet[random() % kAlphabet.size()];
+  return id;
+}
+
+json tool_call_json(const ToolCall& call, ToolCallFormat format) {
+  return {{"id", tool_call_id(call, format)},
+          {"type", "function"},
+          {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
 
 json usage_json(const RequestUsage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
@@ -75,7 +101,13 @@ json response_base(const ResponseHeader& h, bool chunk) {
 class ChunkFormatter : public EventFormatter {
  public:
   ChunkFormatter(ResponseHeader header, std::size_t generations, ResponseOptions options, const Tokenizer& tokenizer)
-      : header_(std::move(header)), options_(std::move(options)), tokenizer_(tokenizer), text_offsets_(generations, 0) {}
+      : header_(std::move(header)),
+        options_(std::move(options)),
+        tokenizer_(tokenizer),
+        text_offsets_(generations, 0),
+        calls_(generations, 0) {
+    for (std::size_t i = 0; i < generations && options_.tools; ++i) parsers_.push_back(*tool_parser(options_));
+  }
 
   std::string opening() override {
     std::string frames;
@@ -100,11 +132,15 @@ class ChunkFormatter : public EventFormatter {
                                               : completion_logprobs({*e.logprobs}, tokenizer_, text_offsets_[i]);
         }
         text_offsets_[i] += e.text.size();
+        if (!parsers_.empty()) return reply_chunks(i, parsers_[i].push(e.text), logprobs);
         return chunk(i, header_.api == Api::Chat ? json{{"content", e.text}} : json(e.text), logprobs, nullptr);
       }
-      case StreamEvent::Kind::Finished:
+      case StreamEvent::Kind::Finished: {
         add_usage(usage_, e.usage, i, options_);
-        return chunk(i, header_.api == Api::Chat ? json::object() : json(""), nullptr, finish_reason(e.finish));
+        const std::string rest = parsers_.empty() ? std::string() : reply_chunks(i, parsers_[i].finish(), nullptr);
+        const bool called = !parsers_.empty() && parsers_[i].called();
+        return rest + chunk(i, header_.api == Api::Chat ? json::object() : json(""), nullptr, finish_reason(e.finish, called));
+      }
       case StreamEvent::Kind::Failed:
         return sse_frame(error_body(500, e.text));
     }
@@ -133,12 +169,45 @@ class ChunkFormatter : public EventFormatter {
     return sse_frame(c);
   }
 
+  // A parsed piece of a reply: its text, then each call as OpenAI streams one (its id and name
+  // with empty arguments, then the arguments).
+  std::string reply_chunks(std::size_t i, const ParsedReply& reply, json logprobs) {
+    std::string frames;
+    if (!reply.content.empty() || !logprobs.is_null()) frames += chunk(i, {{"content", reply.content}}, logprobs, nullptr);
+    for (const auto& call : reply.calls) {
+      json head = tool_call_json(call, options_.tools->format);
+      head["index"] = calls_[i];
+      head["function"]["arguments"] = "";
+      frames += chunk(i, {{"tool_calls", json::array({head})}}, nullptr, nullptr);
+      const json arguments = {{"index", calls_[i]++}, {"function", {{"arguments", call.arguments}}}};
+      frames += chunk(i, {{"tool_calls", json::array({arguments})}}, nullptr, nullptr);
+    }
+    return frames;
+  }
+
   ResponseHeader header_;
   ResponseOptions options_;
   const Tokenizer& tokenizer_;
   std::vector<std::size_t> text_offsets_;
+  std::vector<ToolCallParser> parsers_;  // one per generation, when the request offers tools
+  std::vector<std::size_t> calls_;       // each generation's calls streamed so far
   RequestUsage usage_;
 };
+
+// Takes a chat reply apart into its text (null when it is only calls) and its tool calls.
+void add_tool_calls(ToolCallParser& parser, const Generation& g, ToolCallFormat format, json& choice) {
+  ParsedReply reply = parser.push(g.text);
+  ParsedReply rest = parser.finish();
+  reply.content += rest.content;
+  for (auto& call : rest.calls) reply.calls.push_back(std::move(call));
+  json& message = choice["message"];
+  message["content"] = reply.content;
+  if (reply.calls.empty()) return;
+  if (reply.content.empty()) message["content"] = nullptr;
+  message["tool_calls"] = json::array();
+  for (const auto& call : reply.calls) message["tool_calls"].push_back(tool_call_json(call, format));
+  choice["finish_reason"] = finish_reason(g.finish, true);
+}
 
 }  // namespace
 
@@ -158,6 +227,7 @@ json whole_response(const ResponseHeader& header, const std::vector<Generation>&
     json choice = {{"index", i}, {"finish_reason", finish_reason(g.finish)}, {"logprobs", nullptr}};
     if (header.api == Api::Chat) {
       choice["message"] = {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}};
+      if (auto parser = tool_parser(options)) add_tool_calls(*parser, g, options.tools->format, choice);
       if (options.logprobs) choice["logprobs"] = chat_logprobs(g.logprobs, tokenizer);
     } else {
       const std::string echo = options.echo.empty() ? std::string() : options.echo[i];

@@ -9,6 +9,7 @@
 
 #include "server/event_stream.h"
 #include "server/generations.h"
+#include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
 
 namespace rf::server {
@@ -27,6 +28,7 @@ struct ResponseOptions {
   bool include_usage = false;  // streaming: a last chunk with the usage (stream_options.include_usage)
   std::vector<std::string> echo;  // completions: each generation's prompt, to put before its text
   std::size_t choices_per_prompt = 1;  // n: generations i * n .. i * n + n - 1 share prompt i, counted once
+  std::optional<ToolUse> tools;        // chat with tools: each reply is taken apart into text and calls
 };
 
 std::string new_response_id(Api api);

@@ -7,8 +7,9 @@
 #include "server/generation_fields.h"
 #include "server/json_fields.h"
 #include "server/openai_protocol.h"
-#include "server/structured_output.h"
 #include "server/routes.h"
+#include "server/structured_output.h"
+#include "server/tool_choice.h"
 
 namespace rf::server {
 
@@ -74,8 +75,12 @@ std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokeni
   return prompts;
 }
 
-Prompt chat_prompt(const json& body, const ModelService& model) {
+const ChatPrompt& chat_template(const ModelService& model) {
   if (!model.chat()) throw ApiError(400, fmt::format("the model '{}' has no chat template: use /v1/completions", model.id()));
+  return *model.chat();
+}
+
+Prompt chat_prompt(const json& body, const ModelService& model, const std::optional<ToolUse>& tools) {
   const auto it = body.find("messages");
   if (it == body.end() || it->is_null()) bad_field("messages", "is required");
   const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
@@ -84,25 +89,24 @@ Prompt chat_prompt(const json& body, const ModelService& model) {
     if (!kwargs->is_object()) bad_field("chat_template_kwargs", "must be an object");
     extra = *kwargs;
   }
-  const std::string text = model.chat()->render(*it, add_generation_prompt, extra);
+  const std::string text = chat_template(model).render(*it, add_generation_prompt, extra, tools ? &*tools : nullptr);
   // The template writes the special tokens (BOS included) itself.
   return {model.tokenizer().encode(text, false), text};
 }
 
 // Fields of OpenAI's API (and llama-server's) that would change the answer and that this server does
 // not implement yet (issue #28): a 400 naming the field, never a 200 that ignores it. Their neutral
-// values pass: an empty list, "text", "none" and "auto" (with no tools), best_of equal to n.
-void refuse_unimplemented(const json& body, std::size_t n) {
+// values pass: an empty list, "text", best_of equal to n.
+void refuse_unimplemented(const json& body, std::size_t n, Api api) {
   auto given = [&](const char* name) -> const json* {
     const auto it = body.find(name);
     return it == body.end() || it->is_null() ? nullptr : &*it;
   };
   auto empty = [](const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); };
-  for (const char* name : {"tools", "functions"}) {
-    if (const json* f = given(name); f && !empty(*f)) bad_field(name, "tool calls are not implemented yet");
-  }
-  for (const char* name : {"tool_choice", "function_call"}) {
-    if (const json* f = given(name); f && *f != "none" && *f != "auto") bad_field(name, "tool calls are not implemented yet");
+  for (const char* name : {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}) {
+    if (const json* f = given(name); api == Api::Completions && f && !empty(*f)) {
+      bad_field(name, "tools are taken by /v1/chat/completions, not /v1/completions");
+    }
   }
   if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
   if (const json* f = given("best_of"); f && !(f->is_number_integer() && f->get<long long>() == static_cast<long long>(n))) {
@@ -110,6 +114,13 @@ void refuse_unimplemented(const json& body, std::size_t n) {
   }
   if (const json* f = given("modalities"); f && *f != json::array({"text"})) bad_field("modalities", "only [\"text\"] is taken");
   if (given("audio")) bad_field("audio", "audio output is not implemented");
+}
+
+// The special token that opens the format's calls, kept in the text so that the parser sees it.
+std::vector<std::int32_t> marker_tokens(ToolCallFormat format, const Tokenizer& tokenizer) {
+  const auto id = tokenizer.token_to_id(tool_call_marker(format));
+  if (!id || !tokenizer.is_special(*id)) return {};
+  return {*id};
 }
 
 void complete(ServerContext& context, Api api, const httplib::Request& req, httplib::Response& res) {
@@ -120,15 +131,20 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
   GenerationRequest request;
   request.options = generation_fields(body, model->defaults(), api == Api::Completions ? std::optional(16) : std::nullopt);
   const auto n = static_cast<std::size_t>(integer_field(body, "n", 1, 16).value_or(1));
-  refuse_unimplemented(body, n);
-  if (const auto wanted = requested_grammar(req.body, body)) {
+  refuse_unimplemented(body, n, api);
+  ResponseOptions response;
+  if (api == Api::Chat) response.tools = requested_tools(req.body, body, chat_template(*model).tool_format());
+  auto wanted = requested_grammar(req.body, body);
+  if (wanted && response.tools) bad_field(wanted->field, "cannot be combined with tools (unless tool_choice is 'none')");
+  if (response.tools && response.tools->gbnf) wanted = GrammarRequest{"tools", *response.tools->gbnf};
+  if (wanted) {
     try {
       request.options.grammar = model->grammar(wanted->gbnf);
     } catch (const Error& e) {
       bad_field(wanted->field, e.what());
     }
   }
-  ResponseOptions response;
+  if (response.tools) request.options.shown_special_tokens = marker_tokens(response.tools->format, model->tokenizer());
   response.choices_per_prompt = n;
   if (api == Api::Chat) {
     response.logprobs = bool_field(body, "logprobs").value_or(false);
@@ -146,7 +162,7 @@ void complete(ServerContext& context, Api api, const httplib::Request& req, http
   }
   const bool echo = api == Api::Completions && bool_field(body, "echo").value_or(false);
 
-  const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model)}
+  const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model, response.tools)}
                                         : completion_prompts(body, model->tokenizer());
   std::vector<std::shared_ptr<RequestChannel>> channels;
   try {

@@ -57,15 +57,18 @@ class Tokenizer {
 // spaces before punctuation (clean_up_tokenization_spaces) is not applied while streaming.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = true);
+  // skip_special: drop special tokens but those in `shown_special` (the markers of tool calls).
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = true, std::vector<TokenId> shown_special = {});
   std::string push(TokenId id);  // the newly completed text, possibly empty
   std::string flush();           // whatever is left (invalid bytes become U+FFFD)
 
  private:
+  bool hidden(TokenId id) const;
   void restart_window();
 
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  std::vector<TokenId> shown_special_;
   std::vector<TokenId> ids_;  // the recent ids, decoded together on every push
   std::size_t emitted_bytes_ = 0;  // of the decoding of ids_
 };

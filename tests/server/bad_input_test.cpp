@@ -61,8 +61,7 @@ TEST_F(BadInput, InvalidJsonAndWrongTypes) {
 TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
   const std::pair<const char*, json> refused[] = {
-      {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}}},
-      {"tool_choice", "required"},
+      {"tool_choice", "required"},  // with no tools to call
       {"functions", {{{"name", "f"}}}},
       {"function_call", {{"name", "f"}}},
       {"modalities", {"text", "audio"}},
@@ -74,6 +73,8 @@ TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
     EXPECT_EQ(expect_error("/v1/chat/completions", body.dump(), 400)["param"], field) << body.dump();
   }
   EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "suffix": " end"})", 400)["param"], "suffix");
+  EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "tools": [{"type": "function", "function": {"name": "f"}}]})", 400)["param"],
+            "tools");
   for (const char* bias : {R"([1, 2])", R"({"x": 1})", R"({"5": 101})", R"({"5": "up"})", R"({"-3": 1})"}) {
     const std::string body = std::string(R"({"prompt": "hi", "logit_bias": )") + bias + "}";
     EXPECT_EQ(expect_error("/v1/completions", body, 400)["param"], "logit_bias") << body;

@@ -65,6 +65,22 @@ TEST(StreamDecoder, FirstPieceHasNoMetaspaceSpace) {
   EXPECT_EQ(decoder.flush(), "");
 }
 
+TEST(StreamDecoder, ShownSpecialTokensStayInTheText) {
+  // As a tool call's marker would be (this Llama 3.0 vocabulary has no <|python_tag|>).
+  const auto& llama = fixture_tokenizer("llama3_1");
+  const auto marker = llama.token_to_id("<|start_header_id|>");
+  ASSERT_TRUE(marker && llama.is_special(*marker));
+  const auto ids = llama.encode("<|start_header_id|>{\"a\": 1}<|eot_id|> after", false);
+  StreamDecoder shown(llama, true, {*marker});
+  std::string text;
+  for (const TokenId id : ids) text += shown.push(id);
+  EXPECT_EQ(text + shown.flush(), "<|start_header_id|>{\"a\": 1} after");  // <|eot_id|> is still dropped
+  StreamDecoder plain(llama);
+  text.clear();
+  for (const TokenId id : ids) text += plain.push(id);
+  EXPECT_EQ(text + plain.flush(), "{\"a\": 1} after");
+}
+
 TEST(StreamDecoder, IllFormedBytesBecomeReplacementCharacters) {
   const auto& mistral = fixture_tokenizer("mistral");
   const TokenId byte_0xF0 = *mistral.token_to_id("<0xF0>"), byte_0x9F = *mistral.token_to_id("<0x9F>");
