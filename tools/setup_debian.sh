@@ -14,7 +14,8 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
-# The official openai npm client, which the server's tests drive (tests/server/openai_client).
+# The official openai npm client, the Vercel AI SDK and LangChain, which the server's tests drive
+# (tests/server/openai_client).
 if ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi

@@ -19,23 +19,6 @@ const char* finish_reason(FinishReason reason, bool called = false) {
   return called ? "tool_calls" : "stop";
 }
 
-std::optional<ToolCallParser> tool_parser(const ResponseOptions& options) {
-  if (!options.tools) return std::nullopt;
-  const auto& t = *options.tools;
-  return ToolCallParser(t.format, t.names, t.parallel, t.opened);
-}
-
-// OpenAI's ids are "call_" and 24 letters or digits; Mistral's templates insist on 9 of them.
-std::string tool_call_id(const ToolCall& call, ToolCallFormat format) {
-  if (!call.id.empty()) return call.id;
-  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  std::string id = format == ToolCallFormat::Mistral ? "" : "call_";
-  const std::size_t length = format == ToolCallFormat::Mistral ? 9 : 24;
-  for (std::size_t i = 0; i < length; ++i) id += kAlphabet[random() % kAlphabet.size()];
-  return id;
-}
-
 json tool_call_json(const ToolCall& call, ToolCallFormat format) {
   return {{"id", tool_call_id(call, format)},
           {"type", "function"},
@@ -194,12 +177,10 @@ class ChunkFormatter : public EventFormatter {
   RequestUsage usage_;
 };
 
-// Takes a chat reply apart into its text (null when it is only calls) and its tool calls.
-void add_tool_calls(ToolCallParser& parser, const Generation& g, ToolCallFormat format, json& choice) {
-  ParsedReply reply = parser.push(g.text);
-  ParsedReply rest = parser.finish();
-  reply.content += rest.content;
-  for (auto& call : rest.calls) reply.calls.push_back(std::move(call));
+// A chat reply's text (null when it is only calls) and its tool calls.
+void add_tool_calls(const Generation& g, const ResponseOptions& options, json& choice) {
+  const ParsedReply reply = parse_reply(options, g.text);
+  const ToolCallFormat format = options.tools->format;
   json& message = choice["message"];
   message["content"] = reply.content;
   if (reply.calls.empty()) return;
@@ -210,6 +191,32 @@ void add_tool_calls(ToolCallParser& parser, const Generation& g, ToolCallFormat 
 }
 
 }  // namespace
+
+std::optional<ToolCallParser> tool_parser(const ResponseOptions& options) {
+  if (!options.tools) return std::nullopt;
+  const auto& t = *options.tools;
+  return ToolCallParser(t.format, t.names, t.parallel, t.opened);
+}
+
+ParsedReply parse_reply(const ResponseOptions& options, const std::string& text) {
+  auto parser = tool_parser(options);
+  if (!parser) return {.content = text};
+  ParsedReply reply = parser->push(text);
+  ParsedReply rest = parser->finish();
+  reply.content += rest.content;
+  for (auto& call : rest.calls) reply.calls.push_back(std::move(call));
+  return reply;
+}
+
+std::string tool_call_id(const ToolCall& call, ToolCallFormat format) {
+  if (!call.id.empty()) return call.id;
+  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::string id = format == ToolCallFormat::Mistral ? "" : "call_";
+  const std::size_t length = format == ToolCallFormat::Mistral ? 9 : 24;
+  for (std::size_t i = 0; i < length; ++i) id += kAlphabet[random() % kAlphabet.size()];
+  return id;
+}
 
 std::string new_response_id(Api api) {
   static std::atomic<std::uint64_t> counter{0};
@@ -227,7 +234,7 @@ json whole_response(const ResponseHeader& header, const std::vector<Generation>&
     json choice = {{"index", i}, {"finish_reason", finish_reason(g.finish)}, {"logprobs", nullptr}};
     if (header.api == Api::Chat) {
       choice["message"] = {{"role", "assistant"}, {"content", g.text}, {"refusal", nullptr}};
-      if (auto parser = tool_parser(options)) add_tool_calls(*parser, g, options.tools->format, choice);
+      if (options.tools) add_tool_calls(g, options, choice);
       if (options.logprobs) choice["logprobs"] = chat_logprobs(g.logprobs, tokenizer);
     } else {
       const std::string echo = options.echo.empty() ? std::string() : options.echo[i];

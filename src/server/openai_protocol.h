@@ -33,6 +33,14 @@ struct ResponseOptions {
 
 std::string new_response_id(Api api);
 
+// With tools, a parser for a reply (nullopt without: the reply is text).
+std::optional<ToolCallParser> tool_parser(const ResponseOptions& options);
+// A whole reply as text and tool calls.
+ParsedReply parse_reply(const ResponseOptions& options, const std::string& text);
+// A call's id: the model's own, else a new one of OpenAI's form ("call_" and 24 letters or digits,
+// or the 9 that Mistral's templates insist on).
+std::string tool_call_id(const ToolCall& call, ToolCallFormat format);
+
 // A response that is not streamed.
 nlohmann::json whole_response(const ResponseHeader& header, const std::vector<Generation>& generations,
                               const ResponseOptions& options, const Tokenizer& tokenizer);

@@ -1,23 +1,19 @@
-// OpenAI's API: GET /v1/models, POST /v1/completions and POST /v1/chat/completions, streamed
-// (server-sent events ending with [DONE]) or not.
+// OpenAI's API: GET /v1/models, POST /v1/completions, POST /v1/chat/completions and POST
+// /v1/responses, streamed (server-sent events) or not.
 #include <fmt/format.h>
 
 #include "server/api_error.h"
-#include "server/client_connection.h"
-#include "server/generation_fields.h"
 #include "server/json_fields.h"
 #include "server/openai_protocol.h"
+#include "server/openai_request.h"
+#include "server/responses_api.h"
 #include "server/routes.h"
-#include "server/structured_output.h"
-#include "server/tool_choice.h"
 
 namespace rf::server {
 
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxPrompts = 64;
 
 json model_card(const ModelService& model) {
   return {{"id", model.id()}, {"object", "model"}, {"created", model.created()}, {"owned_by", "rocmforge"},
@@ -32,167 +28,45 @@ void check_model_name(const json& body, const ModelService& model) {
   }
 }
 
-struct Prompt {
-  std::vector<std::int32_t> tokens;
-  std::string text;  // for echo
-};
-
-std::vector<std::int32_t> token_array(const json& ids) {
-  std::vector<std::int32_t> out;
-  for (const auto& id : ids) {
-    if (!id.is_number_integer()) bad_field("prompt", "must be a string, an array of strings or an array of token ids");
-    const auto value = id.get<long long>();
-    if (value < 0 || value > std::numeric_limits<std::int32_t>::max()) bad_field("prompt", "holds a token id out of range");
-    out.push_back(static_cast<std::int32_t>(value));
-  }
-  return out;
-}
-
-// /v1/completions' prompt: a string, an array of strings, an array of token ids, or an array of those.
-std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokenizer) {
-  const auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) bad_field("prompt", "is required");
-  const json& p = *it;
-  auto from_text = [&](const std::string& text) { return Prompt{tokenizer.encode(text, true), text}; };
-  auto from_ids = [&](const json& ids) {
-    auto tokens = token_array(ids);
-    return Prompt{tokens, tokenizer.decode(tokens)};
-  };
-  if (p.is_string()) return {from_text(p.get<std::string>())};
-  if (!p.is_array() || p.empty()) bad_field("prompt", "must be a string, an array of strings or an array of token ids");
-  if (p.front().is_number()) return {from_ids(p)};
-  if (p.size() > kMaxPrompts) bad_field("prompt", fmt::format("may hold at most {} prompts", kMaxPrompts));
-  std::vector<Prompt> prompts;
-  for (const auto& item : p) {
-    if (item.is_string()) {
-      prompts.push_back(from_text(item.get<std::string>()));
-    } else if (item.is_array()) {
-      prompts.push_back(from_ids(item));
-    } else {
-      bad_field("prompt", "must be a string, an array of strings or an array of token ids");
-    }
-  }
-  return prompts;
-}
-
-const ChatPrompt& chat_template(const ModelService& model) {
-  if (!model.chat()) throw ApiError(400, fmt::format("the model '{}' has no chat template: use /v1/completions", model.id()));
-  return *model.chat();
-}
-
-Prompt chat_prompt(const json& body, const ModelService& model, const std::optional<ToolUse>& tools) {
-  const auto it = body.find("messages");
-  if (it == body.end() || it->is_null()) bad_field("messages", "is required");
-  const bool add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
-  json extra = json::object();
-  if (const auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) bad_field("chat_template_kwargs", "must be an object");
-    extra = *kwargs;
-  }
-  const std::string text = chat_template(model).render(*it, add_generation_prompt, extra, tools ? &*tools : nullptr);
-  // The template writes the special tokens (BOS included) itself.
-  return {model.tokenizer().encode(text, false), text};
-}
-
-// Fields of OpenAI's API (and llama-server's) that would change the answer and that this server does
-// not implement yet (issue #28): a 400 naming the field, never a 200 that ignores it. Their neutral
-// values pass: an empty list, "text", best_of equal to n.
-void refuse_unimplemented(const json& body, std::size_t n, Api api) {
-  auto given = [&](const char* name) -> const json* {
-    const auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-  };
-  auto empty = [](const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); };
-  for (const char* name : {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}) {
-    if (const json* f = given(name); api == Api::Completions && f && !empty(*f)) {
-      bad_field(name, "tools are taken by /v1/chat/completions, not /v1/completions");
-    }
-  }
-  if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
-  if (const json* f = given("best_of"); f && !(f->is_number_integer() && f->get<long long>() == static_cast<long long>(n))) {
-    bad_field("best_of", "is not implemented: only best_of equal to n (every choice returned) is taken");
-  }
-  if (const json* f = given("modalities"); f && *f != json::array({"text"})) bad_field("modalities", "only [\"text\"] is taken");
-  if (given("audio")) bad_field("audio", "audio output is not implemented");
-}
-
-// The special token that opens the format's calls, kept in the text so that the parser sees it.
-std::vector<std::int32_t> marker_tokens(ToolCallFormat format, const Tokenizer& tokenizer) {
-  const auto id = tokenizer.token_to_id(tool_call_marker(format));
-  if (!id || !tokenizer.is_special(*id)) return {};
-  return {*id};
-}
-
 void complete(ServerContext& context, Api api, const httplib::Request& req, httplib::Response& res) {
-  const auto model = context.require_model();
   const json body = parse_body(req.body);
-  check_model_name(body, *model);
-  // The legacy completions endpoint stops at 16 tokens unless told otherwise, as OpenAI's does.
-  GenerationRequest request;
-  request.options = generation_fields(body, model->defaults(), api == Api::Completions ? std::optional(16) : std::nullopt);
-  const auto n = static_cast<std::size_t>(integer_field(body, "n", 1, 16).value_or(1));
-  refuse_unimplemented(body, n, api);
-  ResponseOptions response;
-  if (api == Api::Chat) response.tools = requested_tools(req.body, body, chat_template(*model).tool_format());
-  auto wanted = requested_grammar(req.body, body);
-  if (wanted && response.tools) bad_field(wanted->field, "cannot be combined with tools (unless tool_choice is 'none')");
-  if (response.tools && response.tools->gbnf) wanted = GrammarRequest{"tools", *response.tools->gbnf};
-  if (wanted) {
-    try {
-      request.options.grammar = model->grammar(wanted->gbnf);
-    } catch (const Error& e) {
-      bad_field(wanted->field, e.what());
-    }
-  }
-  if (response.tools) request.options.shown_special_tokens = marker_tokens(response.tools->format, model->tokenizer());
-  response.choices_per_prompt = n;
-  if (api == Api::Chat) {
-    response.logprobs = bool_field(body, "logprobs").value_or(false);
-    const auto top = integer_field(body, "top_logprobs", 0, 20);
-    if (top && !response.logprobs) bad_field("top_logprobs", "needs 'logprobs': true");
-    if (response.logprobs) request.top_logprobs = static_cast<int>(top.value_or(0));
-  } else if (const auto top = integer_field(body, "logprobs", 0, 5)) {
-    response.logprobs = true;
-    request.top_logprobs = static_cast<int>(*top);
-  }
-  const bool stream = bool_field(body, "stream").value_or(false);
-  if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) bad_field("stream_options", "must be an object");
-    response.include_usage = bool_field(*it, "include_usage").value_or(false);
-  }
-  const bool echo = api == Api::Completions && bool_field(body, "echo").value_or(false);
-
-  const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model, response.tools)}
-                                        : completion_prompts(body, model->tokenizer());
-  std::vector<std::shared_ptr<RequestChannel>> channels;
-  try {
-    for (const auto& prompt : prompts) {
-      for (std::size_t choice = 0; choice < n; ++choice) {
-        request.prompt = prompt.tokens;
-        channels.push_back(model->submit(request));
-        ++request.options.sampling.seed;  // n choices of one seed must still differ
-        if (echo) response.echo.push_back(prompt.text);
-      }
-    }
-  } catch (...) {
-    for (auto& c : channels) c->cancel();
-    throw;
-  }
-  auto generations = std::make_unique<Generations>(std::move(channels));
+  check_model_name(body, *context.require_model());
+  auto submitted = submit_request(context.require_model(), api, req.body, body);
+  const auto& model = submitted.model;
   ResponseHeader header{api, new_response_id(api), model->id(), model->created()};
-  if (stream) {
-    auto formatter = chunk_formatter(header, generations->size(), response, model->tokenizer());
-    stream_events(res, std::move(generations), std::move(formatter), model);
+  if (submitted.stream) {
+    auto formatter = chunk_formatter(header, submitted.generations->size(), submitted.response, model->tokenizer());
+    stream_events(res, std::move(submitted.generations), std::move(formatter), model);
     return;
   }
-  const ClientConnection client(req);
-  const auto results = read_all(*generations, [&] { return context.stopping() || client.closed(); });
-  if (!results && context.stopping()) throw ApiError(503, "the server is shutting down");
-  if (!results) return;  // the client hung up: `generations` cancels what still runs as it goes
-  for (const auto& g : *results) {
-    if (g.error) throw ApiError(500, *g.error);
+  const auto results = read_answer(context, req, *submitted.generations);
+  if (results) send_json(res, whole_response(header, *results, submitted.response, model->tokenizer()));
+}
+
+// POST /v1/responses: the request as a chat one, the answer in the Responses shape.
+void respond(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req.body);
+  check_model_name(body, *context.require_model());
+  const ResponsesRequest request = chat_request_of(body, req.body);
+  const std::string chat = request.chat.dump();
+  SubmittedRequest submitted;
+  try {
+    submitted = submit_request(context.require_model(), Api::Chat, chat, json::parse(chat));
+  } catch (const ApiError& e) {
+    if (e.param.empty()) throw;
+    std::string message = e.what();
+    const std::string quoted = "'" + e.param + "'";
+    if (message.starts_with(quoted)) message = "'" + responses_field(e.param) + "'" + message.substr(quoted.size());
+    throw ApiError(e.status, message, responses_field(e.param), e.code);
   }
-  send_json(res, whole_response(header, *results, response, model->tokenizer()));
+  const auto& model = submitted.model;
+  ResponseIdentity identity = new_response_identity(model->id(), request.settings);
+  if (submitted.stream) {
+    stream_events(res, std::move(submitted.generations), response_events(std::move(identity), submitted.response), model);
+    return;
+  }
+  const auto results = read_answer(context, req, *submitted.generations);
+  if (results) send_json(res, response_object(identity, results->front(), submitted.response));
 }
 
 }  // namespace
@@ -218,6 +92,7 @@ void add_openai_routes(httplib::Server& http, ServerContext& context) {
   http.Post("/v1/chat/completions", guarded([&](const httplib::Request& req, httplib::Response& res) {
     complete(context, Api::Chat, req, res);
   }));
+  http.Post("/v1/responses", guarded([&](const httplib::Request& req, httplib::Response& res) { respond(context, req, res); }));
 }
 
 }  // namespace rf::server

@@ -1,9 +1,9 @@
 // `rocmforge serve` with the demo image model driven by the official openai npm client's images API:
 // images.generate and images.edit unchanged, and the errors it maps to its exception classes.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { startServer, stopServer } from './server.mjs';
+import { serveDuringTests } from './server.mjs';
 
 const demo = new URL('../../../models/sd-demo', import.meta.url).pathname;
 
@@ -15,21 +15,15 @@ function pngSize(base64) {
 }
 
 describe('rocmforge serve (an image model) with the openai client', () => {
-  let server;
-  let client;
-  before(async () => {
-    server = await startServer(['-m', demo, '--device', 'cpu']);
-    client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
-  after(() => stopServer(server));
+  const served = serveDuringTests(['-m', demo, '--device', 'cpu']);
 
   test('lists the image model', async () => {
-    const models = await client.models.list();
+    const models = await served.client.models.list();
     assert.deepEqual(models.data.map((m) => [m.id, m.kind]), [['sd-demo', 'image']]);
   });
 
   test('images.generate gives n images of the size asked', async () => {
-    const result = await client.images.generate({
+    const result = await served.client.images.generate({
       model: 'sd-demo', prompt: 'a red apple', n: 2, size: '64x64', response_format: 'b64_json', seed: 4, steps: 4,
     });
     assert.equal(typeof result.created, 'number');
@@ -38,26 +32,26 @@ describe('rocmforge serve (an image model) with the openai client', () => {
   });
 
   test('images.edit repaints an uploaded image, keeping its size', async () => {
-    const source = await client.images.generate({ prompt: 'a green pear', size: '64x64', seed: 8, steps: 4 });
+    const source = await served.client.images.generate({ prompt: 'a green pear', size: '64x64', seed: 8, steps: 4 });
     const image = await toFile(Buffer.from(source.data[0].b64_json, 'base64'), 'pear.png', { type: 'image/png' });
-    const edited = await client.images.edit({ image, prompt: 'a red pear', seed: 1, steps: 4, strength: 0.6 });
+    const edited = await served.client.images.edit({ image, prompt: 'a red pear', seed: 1, steps: 4, strength: 0.6 });
     assert.equal(edited.data.length, 1);
     assert.deepEqual(pngSize(edited.data[0].b64_json), { width: 64, height: 64 });
     assert.notEqual(edited.data[0].b64_json, source.data[0].b64_json);
   });
 
   test('what it cannot do is a BadRequestError naming the field', async () => {
-    await assert.rejects(client.images.generate({ prompt: 'x', response_format: 'url' }), (error) => {
+    await assert.rejects(served.client.images.generate({ prompt: 'x', response_format: 'url' }), (error) => {
       assert.ok(error instanceof OpenAI.BadRequestError);
       assert.equal(error.param, 'response_format');
       return true;
     });
-    await assert.rejects(client.images.generate({ prompt: 'x', size: '1001x1000' }), (error) => {
+    await assert.rejects(served.client.images.generate({ prompt: 'x', size: '1001x1000' }), (error) => {
       assert.ok(error instanceof OpenAI.BadRequestError);
       assert.equal(error.param, 'size');
       return true;
     });
-    await assert.rejects(client.chat.completions.create({ model: 'sd-demo', messages: [{ role: 'user', content: 'hi' }] }),
+    await assert.rejects(served.client.chat.completions.create({ model: 'sd-demo', messages: [{ role: 'user', content: 'hi' }] }),
       OpenAI.BadRequestError);
   });
 });

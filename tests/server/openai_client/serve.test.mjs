@@ -4,30 +4,24 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startServer, stopServer } from './server.mjs';
+import { serveDuringTests, startServer, stopServer } from './server.mjs';
 
 const greedy = { temperature: 0, max_tokens: 24 };
 
 describe('rocmforge serve with the openai client', () => {
-  let server;
-  let client;
-  before(async () => {
-    server = await startServer();  // no -m: the bundled demo model
-    client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
-  after(() => stopServer(server));
+  const served = serveDuringTests();  // no -m: the bundled demo model
 
   test('lists the model', async () => {
-    const models = await client.models.list();
+    const models = await served.client.models.list();
     assert.deepEqual(models.data.map((m) => m.id), ['kjv-llama']);
   });
 
   test('completions, whole and streamed, agree', async () => {
-    const whole = await client.completions.create({ model: 'kjv-llama', prompt: 'In the beginning', ...greedy });
+    const whole = await served.client.completions.create({ model: 'kjv-llama', prompt: 'In the beginning', ...greedy });
     assert.equal(whole.object, 'text_completion');
     assert.equal(whole.choices[0].finish_reason, 'length');
     assert.equal(whole.usage.completion_tokens, 24);
-    const stream = await client.completions.create({ model: 'kjv-llama', prompt: 'In the beginning', ...greedy, stream: true });
+    const stream = await served.client.completions.create({ model: 'kjv-llama', prompt: 'In the beginning', ...greedy, stream: true });
     let text = '';
     let finish = null;
     for await (const chunk of stream) {
@@ -43,11 +37,11 @@ describe('rocmforge serve with the openai client', () => {
       { role: 'system', content: 'Answer in the words of the King James Bible.' },
       { role: 'user', content: 'What did God create in the beginning?' },
     ];
-    const whole = await client.chat.completions.create({ model: 'kjv-llama', messages, ...greedy });
+    const whole = await served.client.chat.completions.create({ model: 'kjv-llama', messages, ...greedy });
     assert.equal(whole.object, 'chat.completion');
     assert.equal(whole.choices[0].message.role, 'assistant');
     assert.ok(whole.choices[0].message.content.length > 0);
-    const stream = await client.chat.completions.create({
+    const stream = await served.client.chat.completions.create({
       model: 'kjv-llama', messages, ...greedy, stream: true, stream_options: { include_usage: true },
     });
     let content = '';
@@ -71,11 +65,11 @@ describe('rocmforge serve with the openai client', () => {
       'And it came to pass', 'Thou shalt not', 'For God so loved', 'Then Jesus answered and said unto them,'];
     const alone = [];
     for (const prompt of prompts) {
-      alone.push((await client.completions.create({ model: 'kjv-llama', prompt, ...greedy })).choices[0].text);
+      alone.push((await served.client.completions.create({ model: 'kjv-llama', prompt, ...greedy })).choices[0].text);
     }
     const together = await Promise.all(prompts.map(async (prompt) => {
       let text = '';
-      for await (const chunk of await client.completions.create({ model: 'kjv-llama', prompt, ...greedy, stream: true })) {
+      for await (const chunk of await served.client.completions.create({ model: 'kjv-llama', prompt, ...greedy, stream: true })) {
         text += chunk.choices[0]?.text ?? '';
       }
       return text;
@@ -84,7 +78,7 @@ describe('rocmforge serve with the openai client', () => {
   });
 
   test('logprobs come back in the chat shape', async () => {
-    const r = await client.chat.completions.create({
+    const r = await served.client.chat.completions.create({
       model: 'kjv-llama', messages: [{ role: 'user', content: 'Hello' }], ...greedy, max_tokens: 4, logprobs: true, top_logprobs: 3,
     });
     const content = r.choices[0].logprobs.content;
@@ -94,13 +88,13 @@ describe('rocmforge serve with the openai client', () => {
   });
 
   test('errors map to the client exception classes', async () => {
-    await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    await assert.rejects(served.client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
       (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
-    await assert.rejects(client.chat.completions.create({ model: 'kjv-llama', messages: [] }),
+    await assert.rejects(served.client.chat.completions.create({ model: 'kjv-llama', messages: [] }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages');
-    await assert.rejects(client.completions.create({ model: 'kjv-llama', prompt: 'hi', temperature: 'hot' }),
+    await assert.rejects(served.client.completions.create({ model: 'kjv-llama', prompt: 'hi', temperature: 'hot' }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
-    await assert.rejects(client.completions.create({ model: 'kjv-llama', prompt: 'and the LORD said '.repeat(300) }),
+    await assert.rejects(served.client.completions.create({ model: 'kjv-llama', prompt: 'and the LORD said '.repeat(300) }),
       (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
   });
 });

@@ -1,6 +1,8 @@
 // Starting and stopping `rocmforge serve` for the tests: the real binary (ROCMFORGE_BINARY, which
 // ctest sets) on 127.0.0.1 at a free port.
 import { spawn } from 'node:child_process';
+import { after, before } from 'node:test';
+import OpenAI from 'openai';
 
 const binary = process.env.ROCMFORGE_BINARY ?? 'build/cpu/rocmforge';
 
@@ -30,4 +32,17 @@ export function stopServer(server) {
     server.child.on('exit', resolve);
     server.child.kill('SIGTERM');
   });
+}
+
+// A server for the tests of one describe block: started before them, stopped after them. While they
+// run, `served.base` is its address and `served.client` an openai client of it.
+export function serveDuringTests(extraArgs = []) {
+  const served = {};
+  before(async () => {
+    served.server = await startServer(extraArgs);
+    served.base = served.server.base;
+    served.client = new OpenAI({ baseURL: `${served.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  after(() => stopServer(served.server));
+  return served;
 }

@@ -4,35 +4,30 @@
 // demo model never saw a double quote (the King James Bible has none), so the tests bias '"', ']'
 // and '}' up through logit_bias: a grammar-blind model would then write broken JSON quickly,
 // and strings end within the token limit.
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import OpenAI from 'openai';
 import Ajv from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { startServer, stopServer } from './server.mjs';
+import { serveDuringTests } from './server.mjs';
 
 const schemas = JSON.parse(readFileSync(new URL('./schemas.json', import.meta.url)));
 const ajv = new Ajv({ strict: false });
 addFormats(ajv);
 
 describe('structured output with the openai client', () => {
-  let server;
-  let client;
+  const served = serveDuringTests();
   let closers;
   before(async () => {
-    server = await startServer();
-    client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
     const ids = {};
     for (const text of ['"', ']', '}']) {
-      const res = await fetch(`${server.base}/tokenize`, { method: 'POST', body: JSON.stringify({ content: text }) });
+      const res = await fetch(`${served.base}/tokenize`, { method: 'POST', body: JSON.stringify({ content: text }) });
       ids[(await res.json()).tokens[0]] = 20;
     }
     closers = ids;
   });
-  after(() => stopServer(server));
 
-  const ask = (schema, name, seed, extra = {}) => client.chat.completions.create({
+  const ask = (schema, name, seed, extra = {}) => served.client.chat.completions.create({
     model: 'kjv-llama',
     messages: [{ role: 'user', content: 'Answer in JSON.' }],
     max_tokens: 400,
@@ -73,7 +68,7 @@ describe('structured output with the openai client', () => {
   });
 
   test('json_object gives a JSON object', async () => {
-    const reply = await client.chat.completions.create({
+    const reply = await served.client.chat.completions.create({
       model: 'kjv-llama', messages: [{ role: 'user', content: 'JSON please' }], max_tokens: 400, temperature: 1, seed: 3,
       logit_bias: closers, response_format: { type: 'json_object' },
     });
@@ -84,7 +79,7 @@ describe('structured output with the openai client', () => {
 
   test('constrained requests batched with free ones get their solo answers', async () => {
     const { name, schema } = schemas.find((s) => s.name === 'enum_heavy');
-    const free = () => client.chat.completions.create({
+    const free = () => served.client.chat.completions.create({
       model: 'kjv-llama', messages: [{ role: 'user', content: 'Tell me' }], max_tokens: 40, temperature: 0,
     });
     const solo = [(await ask(schema, name, 1)).choices[0].message.content, (await free()).choices[0].message.content];
@@ -102,7 +97,7 @@ describe('structured output with the openai client', () => {
   });
 
   test("llama-server's grammar field constrains completions", async () => {
-    const res = await fetch(`${server.base}/v1/completions`, {
+    const res = await fetch(`${served.base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ prompt: 'And God said', max_tokens: 50, temperature: 1, seed: 5,

@@ -2,11 +2,11 @@
 // tools, so the server teaches it the generic JSON format and holds it there with a grammar): a
 // required call comes back valid whole and streamed (the client's own stream helper accumulates
 // the delta.tool_calls chunks), and a tool's result goes back for the next turn.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Ajv from 'ajv/dist/2020.js';
-import { startServer, stopServer } from './server.mjs';
+import { serveDuringTests } from './server.mjs';
 
 const weather = {
   type: 'object',
@@ -30,15 +30,9 @@ function checkCall(call) {
 }
 
 describe('tool calls with the openai client', () => {
-  let server;
-  let client;
-  before(async () => {
-    server = await startServer();
-    client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
-  after(() => stopServer(server));
+  const served = serveDuringTests();
 
-  const ask = (extra) => client.chat.completions.create({
+  const ask = (extra) => served.client.chat.completions.create({
     model: 'kjv-llama', messages: question, tools, max_tokens: 400, temperature: 1, seed: 11, ...extra,
   });
 
@@ -61,7 +55,7 @@ describe('tool calls with the openai client', () => {
 
   test('streamed calls add up to the whole reply in the client', async () => {
     const whole = await ask({ tool_choice: 'required', parallel_tool_calls: false });
-    const stream = client.chat.completions.stream({
+    const stream = served.client.chat.completions.stream({
       model: 'kjv-llama', messages: question, tools, max_tokens: 400, temperature: 1, seed: 11, tool_choice: 'required',
       parallel_tool_calls: false,
     });
@@ -78,7 +72,7 @@ describe('tool calls with the openai client', () => {
     const one = [tools[1]];
     const first = (await ask({ tools: one, tool_choice: 'required', parallel_tool_calls: false })).choices[0].message;
     const messages = [...question, first, { role: 'tool', tool_call_id: first.tool_calls[0].id, content: '{"sky": "clear"}' }];
-    const reply = await client.chat.completions.create({ model: 'kjv-llama', messages, tools: one, max_tokens: 32, seed: 1 });
+    const reply = await served.client.chat.completions.create({ model: 'kjv-llama', messages, tools: one, max_tokens: 32, seed: 1 });
     assert.equal(reply.choices[0].message.role, 'assistant');
     assert.ok(typeof reply.choices[0].message.content === 'string' || reply.choices[0].message.tool_calls);
   });
@@ -86,7 +80,7 @@ describe('tool calls with the openai client', () => {
   test('mistakes are 400s naming the field', async () => {
     await assert.rejects(ask({ tool_choice: { type: 'function', function: { name: 'nope' } } }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice.function.name');
-    await assert.rejects(client.chat.completions.create({ model: 'kjv-llama', messages: question, tool_choice: 'required' }),
+    await assert.rejects(served.client.chat.completions.create({ model: 'kjv-llama', messages: question, tool_choice: 'required' }),
       (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice');
   });
 });
