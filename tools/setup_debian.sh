@@ -7,6 +7,7 @@ packages=(
   libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev  # image files (Stable Diffusion)
   uuid-dev libssl-dev  # the server's job ids and base64
+  libedit-dev  # line editing in `rocmforge chat`
   python3  # the tests' independent PNG reader (tools/fixtures/png_stdlib.py)
   hipcc libamdhip64-dev  # the rocm preset (HIP 5.2); the cuda preset uses /usr/local/cuda
 )

@@ -5,6 +5,7 @@
 namespace rf::cli {
 
 void add_generate_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_info_command(CLI::App& app);

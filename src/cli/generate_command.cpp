@@ -2,7 +2,6 @@
 #include <iostream>
 #include <iterator>
 #include <optional>
-#include <random>
 #include <string>
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/runner_options.h"
+#include "cli/sampling_flags.h"
 #include "engine/generate.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
@@ -29,26 +29,8 @@ struct GenerateFlags {
   bool no_special = false;
   std::vector<std::string> stop;
   std::string grammar, grammar_file, json_schema, json_schema_file;
-  SamplingParams sampling;
-  CLI::Option* temperature = nullptr;
-  CLI::Option* top_k = nullptr;
-  CLI::Option* top_p = nullptr;
-  CLI::Option* min_p = nullptr;
-  CLI::Option* repetition_penalty = nullptr;
-  CLI::Option* seed = nullptr;
+  SamplingFlags sampling;
 };
-
-// Values the user did not give come from generation_config.json, then from llama.cpp's defaults.
-void apply_model_defaults(GenerateFlags& f, const GenerationDefaults& d) {
-  auto& s = f.sampling;
-  const SamplingParams model = d.sampling();
-  if (!f.temperature->count()) s.temperature = model.temperature;
-  if (!f.top_k->count()) s.top_k = model.top_k;
-  if (!f.top_p->count()) s.top_p = model.top_p;
-  if (!f.min_p->count()) s.min_p = model.min_p;
-  if (!f.repetition_penalty->count()) s.repetition_penalty = model.repetition_penalty;
-  if (!f.seed->count()) s.seed = std::random_device{}();
-}
 
 // The prompt: -p TEXT, -p - (standard input) or -f FILE, read whole.
 std::string prompt_text(const GenerateFlags& f) {
@@ -71,18 +53,17 @@ std::string grammar_text(const GenerateFlags& f) {
 }
 
 void run(GenerateFlags& f) {
-  f.sampling.validate();
+  f.sampling.check();
   const std::string text = prompt_text(f);
   const std::string gbnf = grammar_text(f);
   auto grammar = gbnf.empty() ? std::optional<grammar::Grammar>{} : grammar::parse_gbnf(gbnf);
   auto runner = f.runner.load();
-  apply_model_defaults(f, runner->checkpoint().generation_defaults());
   const auto prompt = runner->tokenizer().encode(text, !f.no_special);
   GenerateOptions options;
   options.max_tokens = f.max_tokens;
   options.stop = f.stop;
   options.ignore_eos = f.ignore_eos;
-  options.sampling = f.sampling;
+  options.sampling = f.sampling.resolve(runner->checkpoint().generation_defaults());
   if (grammar) options.grammar = std::make_shared<grammar::TokenGrammar>(std::move(*grammar), runner->grammar_vocabulary());
   const auto result = generate(*runner, prompt, options, [](std::string_view text) {
     fmt::print("{}", text);
@@ -107,16 +88,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-f,--file", flags->prompt_file, "Read the prompt from this file");
   cmd->add_option("-n,--max-tokens", flags->max_tokens, "Tokens to generate at most (-1: until the context is full)")
       ->check(CLI::Range(-1, 1 << 30));
-  auto& s = flags->sampling;
-  flags->temperature = cmd->add_option("--temp", s.temperature, "Temperature (0: greedy)");
-  flags->top_k = cmd->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
-  flags->top_p = cmd->add_option("--top-p", s.top_p, "Nucleus sampling threshold (1: off)");
-  flags->min_p = cmd->add_option("--min-p", s.min_p, "Drop tokens below min-p times the top probability (0: off)");
-  flags->repetition_penalty = cmd->add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)");
-  cmd->add_option("--repeat-last-n", s.penalty_last_n, "Recent tokens the penalties look at (-1: all)");
-  cmd->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");
-  cmd->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
-  flags->seed = cmd->add_option("-s,--seed", s.seed, "Random seed (default: random)");
+  flags->sampling.add_to(*cmd);
   cmd->add_option("--stop", flags->stop, "Stop when this string is generated (repeatable)");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Keep generating past the end-of-text token");
   cmd->add_flag("--no-special", flags->no_special, "Do not add BOS/EOS to the prompt");

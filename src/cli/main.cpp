@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
                                                 ROCMFORGE_BUILD_TYPE, fmt::join(rf::built_backends(), ", ")));
   app.require_subcommand(1);
   rf::cli::add_generate_command(app);
+  rf::cli::add_chat_command(app);
   rf::cli::add_perplexity_command(app);
   rf::cli::add_tokenize_command(app);
   rf::cli::add_info_command(app);

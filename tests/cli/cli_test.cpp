@@ -274,6 +274,27 @@ TEST(Cli, GenerateReadsThePromptFromStandardInputOrAFile) {
   expect_clean_failure("generate -f /no/such/prompt", "/no/such/prompt");
 }
 
+// chat: each line is a turn answered through the chat template; /clear forgets what came before,
+// so the same question greedily gets the same answer again; a conversation longer than the
+// context loses its oldest turns; a message that cannot fit is refused and the chat goes on.
+TEST(Cli, ChatHoldsAConversationWithinTheContext) {
+  const CliRun cleared = run("chat -n 12 --temp 0", "Who was Moses?\n/clear\nWho was Moses?\n/exit\nnever read\n");
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.output;
+  const std::string marker = "(conversation cleared)\n";
+  const auto at = cleared.output.find(marker);
+  ASSERT_NE(at, std::string::npos) << cleared.output;
+  const std::string first = cleared.output.substr(0, at), second = cleared.output.substr(at + marker.size());
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first, second);
+
+  std::string long_talk;
+  for (int turn = 0; turn < 8; ++turn) long_talk += "Tell me again of the words of the prophets, of Moses and of Aaron.\n";
+  const CliRun talk = run("chat -n 64 --temp 0", long_talk + std::string(3000, 'x') + "\nAnd then?\n");
+  ASSERT_EQ(talk.exit_code, 0) << talk.output;
+  EXPECT_NE(talk.output.find("(the oldest turn was dropped"), std::string::npos) << talk.output;
+  EXPECT_NE(talk.output.find("leaving no room to answer"), std::string::npos) << talk.output;
+}
+
 // --json-schema and --grammar constrain the text, which the demo model would never write as JSON:
 // it parses (nlohmann's parser) and has the schema's shape; a complete grammar stops the generation.
 TEST(Cli, GenerateTakesAGrammarOrAJsonSchema) {
@@ -307,9 +328,11 @@ TEST(Cli, GenerateTakesAGrammarOrAJsonSchema) {
 // Values out of sense: a negative top-k is refused; threads past the machine's and a context past the
 // model's training run, with a warning.
 TEST(Cli, ValuesOutOfSenseAreRefusedOrWarnedAbout) {
-  const CliRun top_k = run("generate -p hi --top-k -5");
-  EXPECT_NE(top_k.exit_code, 0);
-  EXPECT_NE(top_k.output.find("--top-k"), std::string::npos) << top_k.output;
+  for (const char* command : {"generate -p hi", "chat"}) {
+    const CliRun top_k = run(std::string(command) + " --top-k -5");
+    EXPECT_NE(top_k.exit_code, 0) << command;
+    EXPECT_NE(top_k.output.find("--top-k"), std::string::npos) << top_k.output;
+  }
   const CliRun threads = run("generate -p hi -n 1 --threads 999");
   ASSERT_EQ(threads.exit_code, 0) << threads.output;
   EXPECT_NE(threads.output.find("warning: --threads 999"), std::string::npos) << threads.output;
