@@ -33,7 +33,7 @@ packages=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev
           libutf8proc-dev libutf8proc2 libgtest-dev pkgconf-bin libpkgconf3
           libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1
           libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo libwebp-dev libwebp7 libwebpmux3 libwebpdemux2
-          uuid-dev libuuid1)
+          uuid-dev libuuid1 libedit-dev libedit2 libbsd0 libmd0)
 
 if [[ ${1:-} == --pack-deps ]]; then
   set -e

@@ -15,6 +15,7 @@ struct EngineMetrics {
   std::atomic<std::uint64_t> prompt_tokens{0};
   std::atomic<std::uint64_t> cached_prompt_tokens{0};
   std::atomic<std::uint64_t> generated_tokens{0};
+  std::atomic<std::uint64_t> embedded_tokens{0};  // tokens of finished embeddings
   std::atomic<std::uint64_t> preemptions{0};
   std::atomic<std::uint64_t> steps{0};
   // The state after the last step.

@@ -47,6 +47,8 @@ class ModelRunner {
 
   // One forward step; logits has batch.logit_rows.size() rows of vocab_size.
   void forward(const Batch& batch, std::vector<float>& logits) { forward_->forward(batch, logits); }
+  // One forward step; states has each logit row's final hidden state (see ForwardPass::hidden_states).
+  void hidden_states(const Batch& batch, std::vector<float>& states) { forward_->hidden_states(batch, states); }
   // One forward step and the next token of each logit row (see ForwardPass::sample).
   std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) { return forward_->sample(batch, rows); }
   // Decoding ahead (see ForwardPass::queue_sample).

@@ -67,25 +67,112 @@ std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
   return channel;
 }
 
+std::future<std::vector<float>> Scheduler::embed(std::vector<std::int32_t> tokens, Pooling pooling, bool normalize) {
+  if (tokens.empty()) fail("the text is empty: nothing to embed");
+  const int vocab = runner_.config().vocab_size;
+  for (auto id : tokens) {
+    if (id < 0 || id >= vocab) fail("token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+  }
+  if (static_cast<int>(tokens.size()) > options_.max_context) {
+    fail("the text has {} tokens, more than the context of {} tokens", tokens.size(), options_.max_context);
+  }
+  const std::size_t n = tokens.size();
+  auto job = std::make_unique<EmbeddingJob>(
+      EmbeddingJob{std::move(tokens), EmbeddingPooler(pooling, runner_.config().hidden_size, n), normalize, {}, {}, 0});
+  auto result = job->result.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || static_cast<int>(incoming_embeddings_.size()) >= options_.max_queued + options_.max_running) return {};
+    incoming_embeddings_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return result;
+}
+
 void Scheduler::run() {
   while (true) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !incoming_.empty() || !waiting_.empty() || !running_.empty(); });
+      wake_.wait(lock, [&] {
+        return stopping_ || !incoming_.empty() || !waiting_.empty() || !running_.empty() ||
+               !incoming_embeddings_.empty() || !embeddings_.empty();
+      });
       if (stopping_) break;
       for (auto& s : incoming_) waiting_.push_back(std::move(s));
       incoming_.clear();
+      for (auto& e : incoming_embeddings_) embeddings_.push_back(std::move(e));
+      incoming_embeddings_.clear();
     }
+    run_embeddings();
     step();
     publish_state();
   }
   std::lock_guard lock(mutex_);
+  for (auto* queue : {&incoming_embeddings_, &embeddings_}) {
+    for (auto& e : *queue) {
+      runner_.blocks().release_all(e->block_table);
+      e->result.set_exception(std::make_exception_ptr(Error("the server is shutting down")));
+    }
+  }
   for (auto* queue : {&incoming_, &waiting_}) {
     for (auto& s : *queue) s->fail("the server is shutting down");
   }
   for (auto& s : running_) {
     s->fail("the server is shutting down");
     runner_.blocks().release_all(s->block_table);
+  }
+}
+
+// The embeddings in hand, oldest first, as many tokens of them as a step takes: each one's KV
+// blocks are reserved whole when it starts (none are shared: the prefix cache is for generation),
+// its chunks' wanted hidden states are pooled as they come, and it resolves with its last chunk.
+void Scheduler::run_embeddings() {
+  Batch batch;
+  std::vector<std::pair<EmbeddingJob*, std::size_t>> chunks;  // job, tokens it runs
+  int budget = options_.step_tokens;
+  for (auto& job : embeddings_) {
+    if (budget <= 0) break;
+    if (job->block_table.empty() &&
+        !runner_.blocks().reserve(job->block_table, static_cast<int>(job->tokens.size()), kBlockSize)) {
+      break;  // no room until running sequences give some back
+    }
+    const std::size_t count = std::min<std::size_t>(job->tokens.size() - job->computed, budget);
+    const auto index = static_cast<std::int32_t>(batch.block_tables.size());
+    batch.block_tables.push_back(job->block_table);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (job->pooler.wants(job->computed + i)) batch.logit_rows.push_back(static_cast<std::int32_t>(batch.size() + i));
+    }
+    batch.add_sequence(index, job->tokens.data() + job->computed, count, static_cast<std::int32_t>(job->computed), false);
+    chunks.emplace_back(job.get(), count);
+    budget -= static_cast<int>(count);
+  }
+  if (chunks.empty()) return;
+  ++metrics_.steps;
+  auto done = [&](EmbeddingJob* job) {
+    runner_.blocks().release_all(job->block_table);
+    std::erase_if(embeddings_, [&](const auto& e) { return e.get() == job; });
+  };
+  try {
+    runner_.hidden_states(batch, hidden_);
+  } catch (const std::exception& e) {
+    spdlog::error("embedding step failed: {}", e.what());
+    for (const auto& [job, count] : chunks) {
+      job->result.set_exception(std::make_exception_ptr(Error(e.what())));
+      done(job);
+    }
+    return;
+  }
+  const std::size_t hidden = runner_.config().hidden_size;
+  std::size_t row = 0;
+  for (const auto& [job, count] : chunks) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (job->pooler.wants(job->computed + i)) job->pooler.add(std::span(hidden_).subspan(row++ * hidden, hidden));
+    }
+    job->computed += count;
+    if (job->computed < job->tokens.size()) continue;
+    metrics_.embedded_tokens += job->tokens.size();
+    job->result.set_value(job->pooler.result(job->normalize));
+    done(job);
   }
 }
 

@@ -8,12 +8,14 @@
 // it waits to be recomputed, keeping its sampler state, so nothing is lost but time.
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/active_sequence.h"
+#include "engine/embedding.h"
 #include "engine/engine_metrics.h"
 #include "engine/request.h"
 #include "model/batch.h"
@@ -41,17 +43,33 @@ class Scheduler {
   // sampling values); returns null when the queue is full.
   std::shared_ptr<RequestChannel> submit(GenerationRequest request);
 
+  // Queues an embedding of `tokens`: their final hidden states, pooled. It runs on the engine
+  // thread between generation steps, batched with the other embeddings waiting (up to step_tokens
+  // tokens a step; a longer text over several). Throws rf::Error for tokens that can never run;
+  // an invalid future when the queue is full. The future throws rf::Error if the step fails.
+  std::future<std::vector<float>> embed(std::vector<std::int32_t> tokens, Pooling pooling, bool normalize);
+
   int max_context() const { return options_.max_context; }
   int max_running() const { return options_.max_running; }
   const EngineMetrics& metrics() const { return metrics_; }
 
  private:
+  struct EmbeddingJob {
+    std::vector<std::int32_t> tokens;
+    EmbeddingPooler pooler;
+    bool normalize;
+    std::promise<std::vector<float>> result;
+    std::vector<std::int32_t> block_table;
+    std::size_t computed = 0;  // tokens run so far
+  };
+
   struct Scheduled {
     ActiveSequence* sequence;
     std::size_t count;  // tokens it runs this step
   };
 
   void run();
+  void run_embeddings();  // one step of the embeddings in hand, if any
   void step();
   void drop_cancelled();
   bool schedule_running(std::vector<Scheduled>& scheduled, int& budget);
@@ -74,12 +92,15 @@ class Scheduler {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<ActiveSequence>> incoming_;
+  std::deque<std::unique_ptr<EmbeddingJob>> incoming_embeddings_;
   int admitted_ = 0;  // requests submitted and not yet retired or dropped
   bool stopping_ = false;
 
   // The engine thread's own.
   std::deque<std::unique_ptr<ActiveSequence>> waiting_;    // preempted ones first
   std::vector<std::unique_ptr<ActiveSequence>> running_;  // oldest first
+  std::deque<std::unique_ptr<EmbeddingJob>> embeddings_;
+  std::vector<float> hidden_;
   std::thread thread_;  // last: starts once everything above exists
 };
 

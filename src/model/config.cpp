@@ -495,6 +495,13 @@ ModelConfig config_from_hf(const json& config, const std::string& source) {
   c.max_position_embeddings = json_int(config, "max_position_embeddings", source, 2048);
   c.rms_norm_eps = json_number(config, "rms_norm_eps", source, 1e-6);
   c.tie_word_embeddings = json_bool(config, "tie_word_embeddings", source, is_gemma(c.arch));
+  // A base model (architectures "...Model", as embedding checkpoints such as Qwen3-Embedding are
+  // saved) has no output projection: its embedding matrix stands in, so that it loads. What it
+  // generates means nothing; its hidden states, which /v1/embeddings pools, are what it is for.
+  if (const json* a = find_key(config, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+    const auto name = (*a)[0].get<std::string>();
+    if (name.ends_with("Model") && !name.ends_with("LMHeadModel")) c.tie_word_embeddings = true;
+  }
   c.qkv_bias = c.arch == Arch::Qwen2 || json_bool(config, "attention_bias", source, false);
   c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3 || c.arch == Arch::Qwen3Moe;
   if (c.arch == Arch::Mixtral || c.arch == Arch::Qwen3Moe) read_hf_moe(config, source, c);

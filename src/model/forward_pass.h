@@ -40,6 +40,9 @@ class ForwardPass {
 
   // logits: batch.logit_rows.size() rows of vocab_size values, on the host.
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
+  // The same step, but for each logit row its final hidden state (after the model's last norm,
+  // before the output projection): rows of hidden_size values, on the host. What embeddings pool.
+  virtual void hidden_states(const Batch& batch, std::vector<float>& states) = 0;
   // forward(batch), then the next token of each logit row (rows[r] samples logit row r). This
   // default samples host logits with each row's sampler; a GPU backend samples on the device, so
   // that only the token ids cross to the host.

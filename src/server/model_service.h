@@ -27,6 +27,9 @@ class ModelService {
   const GenerationDefaults& defaults() const { return runner_->checkpoint().generation_defaults(); }
   const ChatPrompt* chat() const { return chat_ ? &*chat_ : nullptr; }
   Scheduler& scheduler() { return scheduler_; }
+  std::size_t hidden_size() const { return runner_->config().hidden_size; }
+  // How /v1/embeddings pools this model (engine/embedding.h); rf::Error for a pooling it lacks.
+  EmbeddingStyle embedding_style() const { return rf::embedding_style(runner_->checkpoint()); }
   int max_context() const { return scheduler_.max_context(); }
 
   // Queues a request; ApiError 400 for one that can never run, 429 when the queue is full.

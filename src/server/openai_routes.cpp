@@ -1,8 +1,9 @@
 // OpenAI's API: GET /v1/models, POST /v1/completions, POST /v1/chat/completions and POST
-// /v1/responses, streamed (server-sent events) or not.
+// /v1/responses, streamed (server-sent events) or not, and POST /v1/embeddings.
 #include <fmt/format.h>
 
 #include "server/api_error.h"
+#include "server/embeddings_api.h"
 #include "server/json_fields.h"
 #include "server/openai_protocol.h"
 #include "server/openai_request.h"
@@ -91,6 +92,11 @@ void add_openai_routes(httplib::Server& http, ServerContext& context) {
   }));
   http.Post("/v1/chat/completions", guarded([&](const httplib::Request& req, httplib::Response& res) {
     complete(context, Api::Chat, req, res);
+  }));
+  http.Post("/v1/embeddings", guarded([&](const httplib::Request& req, httplib::Response& res) {
+    const json body = parse_body(req.body);
+    check_model_name(body, *context.require_model());
+    send_json(res, create_embeddings(*context.require_model(), body));
   }));
   http.Post("/v1/responses", guarded([&](const httplib::Request& req, httplib::Response& res) { respond(context, req, res); }));
 }

@@ -77,6 +77,7 @@ std::string prometheus_text(const EngineMetrics* engine, const ImageMetrics* ima
   w.counter("prompt_tokens_total", "Prompt tokens of finished generations", m.prompt_tokens);
   w.counter("prefix_cache_hit_tokens_total", "Prompt tokens whose KV came from the prefix cache", m.cached_prompt_tokens);
   w.counter("generation_tokens_total", "Tokens generated", m.generated_tokens);
+  w.counter("embedding_tokens_total", "Tokens of the texts embedded", m.embedded_tokens);
   w.counter("preemptions_total", "Sequences preempted for KV-cache room and recomputed later", m.preemptions);
   w.counter("engine_steps_total", "Forward steps run", m.steps);
   w.gauge("queue_depth", "Requests waiting for a place in the batch", m.waiting);

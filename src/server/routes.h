@@ -15,7 +15,7 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
                 const std::string& code = {});
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 
-void add_openai_routes(httplib::Server& http, ServerContext& context);  // /v1/models, /v1/completions, /v1/chat/completions, /v1/responses
+void add_openai_routes(httplib::Server& http, ServerContext& context);  // /v1/models, /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings
 void add_job_routes(httplib::Server& http, ServerContext& context);     // rbee's /v1/jobs
 void add_status_routes(httplib::Server& http, ServerContext& context);  // /health, /ready, /metrics
 void add_image_routes(httplib::Server& http, ServerContext& context);   // OpenAI's /v1/images/generations and edits

@@ -43,6 +43,17 @@ DeviceCeilings CpuForward::measure_ceilings() {
 }
 
 void CpuForward::forward(const Batch& batch, std::vector<float>& logits) {
+  run_layers(batch);
+  output(batch, logits);
+}
+
+void CpuForward::hidden_states(const Batch& batch, std::vector<float>& states) {
+  run_layers(batch);
+  final_norm(batch);
+  states.assign(normed_.begin(), normed_.begin() + batch.logit_rows.size() * config_.hidden_size);
+}
+
+void CpuForward::run_layers(const Batch& batch) {
   const auto& c = config_;
   const std::size_t n = batch.size();
   check_batch(batch, c.vocab_size, cache_.block_size(), cache_.n_blocks());
@@ -63,7 +74,6 @@ void CpuForward::forward(const Batch& batch, std::vector<float>& logits) {
     attention_block(batch, l);
     mlp_block(batch, l);
   }
-  output(batch, logits);
 }
 
 template <typename Fn>
@@ -186,13 +196,18 @@ void CpuForward::sparse_mlp(const LayerWeights& w, std::size_t n) {
   }
 }
 
+void CpuForward::final_norm(const Batch& batch) {
+  const std::size_t hidden = config_.hidden_size;
+  for (std::size_t r = 0; r < batch.logit_rows.size(); ++r) {
+    const std::size_t t = batch.logit_rows[r];
+    rms_norm(&x_[t * hidden], weights_.output_norm.data(), hidden, config_.rms_norm_eps, &normed_[r * hidden]);
+  }
+}
+
 void CpuForward::output(const Batch& batch, std::vector<float>& logits) {
   const auto& c = config_;
-  const std::size_t hidden = c.hidden_size, n_out = batch.logit_rows.size();
-  for (std::size_t r = 0; r < n_out; ++r) {
-    const std::size_t t = batch.logit_rows[r];
-    rms_norm(&x_[t * hidden], weights_.output_norm.data(), hidden, c.rms_norm_eps, &normed_[r * hidden]);
-  }
+  const std::size_t n_out = batch.logit_rows.size();
+  final_norm(batch);
   logits.resize(n_out * c.vocab_size);
   matmul(weights_.output, normed_.data(), n_out, logits.data(), pool_);
   if (c.final_logit_softcap > 0) softcap(logits.data(), logits.size(), static_cast<float>(c.final_logit_softcap));

@@ -26,6 +26,7 @@ class CpuForward : public ForwardPass {
              int max_context = 0);
 
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  void hidden_states(const Batch& batch, std::vector<float>& states) override;
   int kv_blocks() const override { return cache_.n_blocks(); }
   std::size_t kv_cache_bytes() const override { return cache_.bytes(); }
   std::string device_name() const override;
@@ -34,6 +35,8 @@ class CpuForward : public ForwardPass {
  private:
   template <typename Fn>
   void per_token(std::size_t n, Fn fn);
+  void run_layers(const Batch& batch);  // embeds the batch and runs every layer into x_
+  void final_norm(const Batch& batch);  // the logit rows of x_ through the output norm, into normed_
   void embed(const Batch& batch);
   void attention_block(const Batch& batch, int layer);
   void attention(const Batch& batch, int layer);

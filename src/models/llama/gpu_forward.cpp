@@ -234,6 +234,24 @@ void GpuForward::forward(const Batch& batch, std::vector<float>& logits) {
   ctx_.synchronize();
 }
 
+void GpuForward::hidden_states(const Batch& batch, std::vector<float>& states) {
+  const ContextScope scope(ctx_);
+  const std::size_t hidden = config_.hidden_size;
+  states.resize(batch.logit_rows.size() * hidden);
+  hidden_only_ = true;
+  try {
+    run(batch, [&](int first, int count) {
+      RF_GPU_CHECK(gpuMemcpyAsync(states.data() + first * hidden, hidden_rows_, count * hidden * sizeof(float),
+                                  gpuMemcpyDeviceToHost, ctx_.stream()));
+    });
+  } catch (...) {
+    hidden_only_ = false;
+    throw;
+  }
+  hidden_only_ = false;
+  ctx_.synchronize();
+}
+
 std::vector<std::int32_t> GpuForward::sample(const Batch& batch, std::span<const SampleRow> rows) {
   if (sampler_.steps_in_flight() > 0) fail("sample() while decode steps are queued: take their tokens first");
   queue_sample(batch, rows);
@@ -275,7 +293,7 @@ void GpuForward::run(const Batch& batch, const std::function<void(int first, int
     while (row < rows && batch.logit_rows[row] < end) ++row;
     const StepShape shape = stage(batch, begin, end, first, row);
     drop_graphs_if_gemm_grows(shape);
-    if (decode && options_.graphs) {
+    if (decode && options_.graphs && !hidden_only_) {
       auto [graph, first_seen] = graphs_.try_emplace(shape);
       if (first_seen) {
         launch_step(shape);
@@ -468,6 +486,10 @@ void GpuForward::launch_step(const StepShape& shape) {
     launch_embedding(normed, inputs_.logit_tokens, shape.n_logits, a.logit_in, ctx_);
     logit_input = a.logit_in;
     if (rounded.codes) launch_quantize_activations(logit_input, shape.n_logits, c.hidden_size, rounded, ctx_);
+  }
+  if (hidden_only_) {
+    hidden_rows_ = logit_input;
+    return;
   }
   project(weights_.output, {logit_input, rounded}, shape.n_logits, a.logits);
   if (c.final_logit_softcap > 0) {

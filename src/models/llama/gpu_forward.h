@@ -62,6 +62,7 @@ class GpuForward : public ForwardPass {
   static MemoryFootprint footprint(const ModelConfig& config, std::size_t weight_bytes, const GpuForwardOptions& options);
 
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  void hidden_states(const Batch& batch, std::vector<float>& states) override;
   std::vector<std::int32_t> sample(const Batch& batch, std::span<const SampleRow> rows) override;
   void queue_sample(const Batch& batch, std::span<const SampleRow> rows) override;
   std::vector<std::int32_t> take_tokens() override;
@@ -114,6 +115,8 @@ class GpuForward : public ForwardPass {
   const StepPlan& step_plan(const StepShape& shape);
   StepPlan plan_step(const StepShape& shape) const;
   LayerPlan plan_layer(const GpuLayer& w, const StepShape& shape) const;
+  // A step's launches; with hidden_only_, the logit rows' final hidden states (left at
+  // hidden_rows_) instead of their logits.
   void launch_step(const StepShape& shape);
   // Returns the residual the next norm adds to x: the layer's last output, or null where it added it.
   const float* launch_layer(int layer, const StepShape& shape, const StepPlan& step, const float* residual);
@@ -182,6 +185,8 @@ class GpuForward : public ForwardPass {
   std::map<StepShape, StepPlan> plans_;
   // A decode shape's first step runs eagerly; the second captures it.
   std::map<StepShape, std::optional<gpu::CapturedGraph>> graphs_;
+  bool hidden_only_ = false;              // hidden_states() is running (never in a graph)
+  const float* hidden_rows_ = nullptr;    // where its chunk's rows are
 };
 
 }  // namespace rf::llama

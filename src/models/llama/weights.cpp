@@ -166,7 +166,8 @@ struct Overloaded : Fn... {
 
 // Where a Hugging Face checkpoint keeps its language model: "model." and "lm_head.weight", or in a
 // multimodal Gemma 3 "language_model.model." and "language_model.lm_head.weight" (as transformers
-// 4.50 saved them) or "model.language_model." and "lm_head.weight" (since 4.52).
+// 4.50 saved them) or "model.language_model." and "lm_head.weight" (since 4.52), or at the top in
+// a base model's checkpoint (transformers' Qwen3Model and the like, as embedding models are saved).
 struct HfPlace {
   std::string model = "model.", lm_head = "lm_head.weight";
 };
@@ -176,6 +177,7 @@ HfPlace hf_place(const TensorSet& tensors) {
     return {"language_model.model.", "language_model.lm_head.weight"};
   }
   if (tensors.find("model.language_model.embed_tokens.weight")) return {"model.language_model.", "lm_head.weight"};
+  if (tensors.find("embed_tokens.weight")) return {"", "lm_head.weight"};
   return {};
 }
 

@@ -6,8 +6,8 @@
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateObject, generateText, streamText, tool } from 'ai';
-import { ChatOpenAI } from '@langchain/openai';
+import { embedMany, generateObject, generateText, streamText, tool } from 'ai';
+import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { z } from 'zod';
@@ -61,6 +61,18 @@ describe('the Vercel AI SDK and LangChain', () => {
     assert.equal(calls.length, 1);
     assert.deepEqual(Verse.parse(calls[0]), calls[0]);
     assert.equal(result.toolResults[0].output, 'found');
+  });
+
+  test('AI SDK and LangChain embeddings agree', async () => {
+    const texts = ['In the beginning', 'Let there be light'];
+    const { embeddings } = await embedMany({ model: openai.textEmbeddingModel('kjv-llama'), values: texts });
+    const langchain = new OpenAIEmbeddings({ model: 'kjv-llama', apiKey: 'unused', configuration: { baseURL: `${served.base}/v1` } });
+    const vectors = await langchain.embedDocuments(texts);
+    assert.equal(embeddings.length, 2);
+    for (let i = 0; i < 2; i++) {
+      assert.equal(vectors[i].length, embeddings[i].length);
+      assert.ok(vectors[i].every((v, j) => Math.abs(v - embeddings[i][j]) < 1e-6));
+    }
   });
 
   test('LangChain: withStructuredOutput with a zod schema', async () => {

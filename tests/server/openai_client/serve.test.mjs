@@ -87,6 +87,19 @@ describe('rocmforge serve with the openai client', () => {
     assert.ok(content[0].logprob <= 0);
   });
 
+  test('embeddings, as the client asks for them (base64) and as floats, agree', async () => {
+    const input = ['In the beginning', 'And God said'];
+    const encoded = await served.client.embeddings.create({ model: 'kjv-llama', input });
+    const floats = await served.client.embeddings.create({ model: 'kjv-llama', input, encoding_format: 'float' });
+    assert.equal(encoded.data.length, 2);
+    for (const [i, item] of floats.data.entries()) {
+      assert.deepEqual(Array.from(encoded.data[i].embedding, Math.fround), item.embedding.map(Math.fround));
+      const norm = Math.hypot(...item.embedding);
+      assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+    }
+    assert.ok(floats.usage.prompt_tokens > 2);
+  });
+
   test('errors map to the client exception classes', async () => {
     await assert.rejects(served.client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
       (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
