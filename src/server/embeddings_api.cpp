@@ -18,17 +18,6 @@ using nlohmann::json;
 
 constexpr std::size_t kMostInputs = 2048;  // OpenAI's limit
 
-std::vector<std::int32_t> token_ids(const json& ids, const std::string& where) {
-  std::vector<std::int32_t> out;
-  for (const auto& id : ids) {
-    if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() > std::numeric_limits<std::int32_t>::max()) {
-      bad_field(where, "token ids must be integers from 0");
-    }
-    out.push_back(static_cast<std::int32_t>(id.get<long long>()));
-  }
-  return out;
-}
-
 // `input`'s texts as tokens, with where each came from (for errors).
 std::vector<std::pair<std::string, std::vector<std::int32_t>>> inputs(const json& body, const Tokenizer& tokenizer) {
   const auto it = body.find("input");
@@ -41,7 +30,7 @@ std::vector<std::pair<std::string, std::vector<std::int32_t>>> inputs(const json
   if (input.is_string()) return {text(input, "input")};
   const char* shape = "must be a string, an array of strings, an array of token ids or an array of those";
   if (!input.is_array() || input.empty()) bad_field("input", shape);
-  if (input.front().is_number()) return {{"input", token_ids(input, "input")}};
+  if (input.front().is_number()) return {{"input", token_ids_field(input, "input")}};
   if (input.size() > kMostInputs) bad_field("input", fmt::format("may hold at most {} inputs", kMostInputs));
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> out;
   for (std::size_t i = 0; i < input.size(); ++i) {
@@ -49,7 +38,7 @@ std::vector<std::pair<std::string, std::vector<std::int32_t>>> inputs(const json
     if (input[i].is_string()) {
       out.push_back(text(input[i], where));
     } else if (input[i].is_array() && !input[i].empty()) {
-      out.emplace_back(where, token_ids(input[i], where));
+      out.emplace_back(where, token_ids_field(input[i], where));
     } else {
       bad_field(where, shape);
     }

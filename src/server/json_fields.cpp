@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,17 @@ namespace rf::server {
 
 void bad_field(const std::string& field, const std::string& why) {
   throw ApiError(400, fmt::format("'{}' {}", field, why), field);
+}
+
+std::vector<std::int32_t> token_ids_field(const json& ids, const std::string& field) {
+  std::vector<std::int32_t> out;
+  for (const auto& id : ids) {
+    if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() > std::numeric_limits<std::int32_t>::max()) {
+      bad_field(field, "holds something other than a token id (an integer from 0)");
+    }
+    out.push_back(static_cast<std::int32_t>(id.get<long long>()));
+  }
+  return out;
 }
 
 json byte_array(const std::string& text) {

@@ -1,6 +1,7 @@
 #pragma once
 // Typed, range-checked reads of a request's JSON fields. A missing or null field is "not given";
 // a field of the wrong type or out of range is a 400 naming it.
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ std::optional<bool> bool_field(const json& body, const char* name);
 std::optional<std::string> string_field(const json& body, const char* name);
 // A string or an array of strings, like OpenAI's "stop".
 std::vector<std::string> strings_field(const json& body, const char* name, std::size_t max_items);
+
+// An array of token ids (integers from 0); a 400 naming `field` for anything else. (The model's
+// vocabulary is checked where they are used.)
+std::vector<std::int32_t> token_ids_field(const json& ids, const std::string& field);
 
 // A 400 naming `field`.
 [[noreturn]] void bad_field(const std::string& field, const std::string& why);

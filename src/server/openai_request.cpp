@@ -1,7 +1,5 @@
 #include "server/openai_request.h"
 
-#include <limits>
-
 #include <fmt/format.h>
 
 #include "server/api_error.h"
@@ -24,17 +22,6 @@ struct Prompt {
   std::string text;  // for echo
 };
 
-std::vector<std::int32_t> token_array(const json& ids) {
-  std::vector<std::int32_t> out;
-  for (const auto& id : ids) {
-    if (!id.is_number_integer()) bad_field("prompt", "must be a string, an array of strings or an array of token ids");
-    const auto value = id.get<long long>();
-    if (value < 0 || value > std::numeric_limits<std::int32_t>::max()) bad_field("prompt", "holds a token id out of range");
-    out.push_back(static_cast<std::int32_t>(value));
-  }
-  return out;
-}
-
 // /v1/completions' prompt: a string, an array of strings, an array of token ids, or an array of those.
 std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokenizer) {
   const auto it = body.find("prompt");
@@ -42,7 +29,7 @@ std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokeni
   const json& p = *it;
   auto from_text = [&](const std::string& text) { return Prompt{tokenizer.encode(text, true), text}; };
   auto from_ids = [&](const json& ids) {
-    auto tokens = token_array(ids);
+    auto tokens = token_ids_field(ids, "prompt");
     return Prompt{tokens, tokenizer.decode(tokens)};
   };
   if (p.is_string()) return {from_text(p.get<std::string>())};
