@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/runner_options.h"
 #include "engine/backend_select.h"
 #include "engine/model_runner.h"
 #include "model/checkpoint.h"
@@ -154,10 +155,10 @@ void add_info_command(CLI::App& app) {
   auto flags = std::make_shared<InfoFlags>();
   auto* cmd = app.add_subcommand("info", "The backends and devices of this build, and a model's shape and memory needs");
   auto* model = cmd->add_option("-m,--model", flags->model,
-                                "A model folder or .gguf file, or a Stable Diffusion folder or single .safetensors");
+                                "A model folder or .gguf file, or a Stable Diffusion folder or single .safetensors "
+                                "(default: the demo model, as generate)");
   cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes")
-      ->needs(model);
+  cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes");
   cmd->add_option("-W,--width", flags->width, "Stable Diffusion: image width for the memory estimate (default: native)")
       ->check(CLI::PositiveNumber)
       ->needs(model);
@@ -169,7 +170,8 @@ void add_info_command(CLI::App& app) {
       ->needs(model);
   cmd->callback([flags] {
     print_backends();
-    if (!flags->model.empty()) print_model(*flags);
+    if (flags->model.empty()) flags->model = default_model_path();
+    print_model(*flags);
   });
 }
 

@@ -183,10 +183,12 @@ TEST(Cli, InfoListsTheTensorsOfAQuantizedGguf) {
   EXPECT_NE(r.output.find(totals(rows)), std::string::npos) << r.output;
 }
 
-TEST(Cli, InfoTensorsNeedsAModel) {
+// Without -m, info describes the demo model, as generate runs it.
+TEST(Cli, InfoWithoutAModelDescribesTheDemoModel) {
   const CliRun r = run("info --tensors");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("--model"), std::string::npos) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("models/kjv-llama"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("model.embed_tokens.weight"), std::string::npos) << r.output;
 }
 
 TEST(Cli, BadModelPathsFailCleanly) {
