@@ -154,7 +154,10 @@ ModelConfig synthetic_model_config(const std::string& name) {
 }
 
 Checkpoint build_synthetic_model(const std::string& name, DType dtype, std::uint64_t seed) {
-  const ModelConfig c = synthetic_model_config(name);
+  return build_synthetic_model(synthetic_model_config(name), dtype, seed, name);
+}
+
+Checkpoint build_synthetic_model(const ModelConfig& c, DType dtype, std::uint64_t seed, const std::string& name) {
   WeightFactory make(dtype, seed);
   LlamaWeights w;
   // llama.cpp keeps embeddings and the output head in at least q6_k/q8_0 for quantized files;

@@ -17,5 +17,8 @@ ModelConfig synthetic_model_config(const std::string& name);  // throws for an u
 // Weights in `dtype` (norms in f32). Each matrix repeats a few distinct random rows: every byte
 // is still read per token, and building an 8B model takes seconds instead of minutes.
 Checkpoint build_synthetic_model(const std::string& name, DType dtype, std::uint64_t seed);
+// The same for any configuration (a test's small model with a real vocabulary, say), its path
+// "synthetic NAME".
+Checkpoint build_synthetic_model(const ModelConfig& config, DType dtype, std::uint64_t seed, const std::string& name);
 
 }  // namespace rf

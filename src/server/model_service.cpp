@@ -15,6 +15,7 @@ ModelService::ModelService(std::unique_ptr<ModelRunner> runner, std::string id, 
       id_(std::move(id)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
       chat_(ChatPrompt::load(runner_->checkpoint(), runner_->tokenizer())),
+      fim_(fim_tokens(runner_->tokenizer())),
       scheduler_(*runner_, options) {}
 
 std::shared_ptr<RequestChannel> ModelService::submit(GenerationRequest request) {

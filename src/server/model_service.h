@@ -12,6 +12,7 @@
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
 #include "server/chat_prompt.h"
+#include "tokenizer/fill_in_middle.h"
 
 namespace rf::server {
 
@@ -26,6 +27,8 @@ class ModelService {
   const Tokenizer& tokenizer() const { return runner_->tokenizer(); }
   const GenerationDefaults& defaults() const { return runner_->checkpoint().generation_defaults(); }
   const ChatPrompt* chat() const { return chat_ ? &*chat_ : nullptr; }
+  // The fill-in-the-middle tokens, for a completion's suffix; nullopt where the vocabulary has none.
+  const std::optional<FimTokens>& fim() const { return fim_; }
   Scheduler& scheduler() { return scheduler_; }
   std::size_t hidden_size() const { return runner_->config().hidden_size; }
   // How /v1/embeddings pools this model (engine/embedding.h); rf::Error for a pooling it lacks.
@@ -44,6 +47,7 @@ class ModelService {
   std::string id_;
   std::int64_t created_;
   std::optional<ChatPrompt> chat_;
+  std::optional<FimTokens> fim_;
   std::mutex grammars_mutex_;
   std::map<std::string, std::shared_ptr<const grammar::TokenGrammar>> grammars_;  // by GBNF text
   Scheduler scheduler_;  // last: it stops before the runner goes

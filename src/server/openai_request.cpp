@@ -8,6 +8,7 @@
 #include "server/json_fields.h"
 #include "server/structured_output.h"
 #include "server/tool_choice.h"
+#include "tokenizer/fill_in_middle.h"
 
 namespace rf::server {
 
@@ -23,12 +24,21 @@ struct Prompt {
 };
 
 // /v1/completions' prompt: a string, an array of strings, an array of token ids, or an array of those.
-std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokenizer) {
+// With a suffix, each text is the prefix of a fill-in-the-middle prompt (a model with its tokens).
+std::vector<Prompt> completion_prompts(const json& body, const Tokenizer& tokenizer, const std::optional<FimTokens>& fim) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) bad_field("prompt", "is required");
   const json& p = *it;
-  auto from_text = [&](const std::string& text) { return Prompt{tokenizer.encode(text, true), text}; };
+  const std::string suffix = string_field(body, "suffix").value_or("");
+  if (!suffix.empty() && !fim) {
+    bad_field("suffix", "this model has no fill-in-the-middle tokens (<|fim_prefix|>, <fim_prefix>, <PRE>, <｜fim▁begin｜>)");
+  }
+  if (!suffix.empty() && bool_field(body, "echo").value_or(false)) bad_field("echo", "cannot be combined with a suffix");
+  auto from_text = [&](const std::string& text) {
+    return Prompt{suffix.empty() ? tokenizer.encode(text, true) : fim_prompt(tokenizer, *fim, text, suffix), text};
+  };
   auto from_ids = [&](const json& ids) {
+    if (!suffix.empty()) bad_field("suffix", "takes text prompts, not token ids");
     auto tokens = token_ids_field(ids, "prompt");
     return Prompt{tokens, tokenizer.decode(tokens)};
   };
@@ -82,7 +92,9 @@ void refuse_unimplemented(const json& body, std::size_t n, Api api) {
       bad_field(name, "tools are taken by /v1/chat/completions, not /v1/completions");
     }
   }
-  if (const json* f = given("suffix"); f && !empty(*f)) bad_field("suffix", "fill-in-the-middle is not implemented yet");
+  if (const json* f = given("suffix"); api == Api::Chat && f && !empty(*f)) {
+    bad_field("suffix", "is taken by /v1/completions (fill-in-the-middle), not by chat");
+  }
   if (const json* f = given("best_of"); f && !(f->is_number_integer() && f->get<long long>() == static_cast<long long>(n))) {
     bad_field("best_of", "is not implemented: only best_of equal to n (every choice returned) is taken");
   }
@@ -136,7 +148,7 @@ SubmittedRequest submit_request(std::shared_ptr<ModelService> model, Api api, co
   const bool echo = api == Api::Completions && bool_field(body, "echo").value_or(false);
 
   const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model, response.tools)}
-                                        : completion_prompts(body, model->tokenizer());
+                                        : completion_prompts(body, model->tokenizer(), model->fim());
   std::vector<std::shared_ptr<RequestChannel>> channels;
   try {
     for (const auto& prompt : prompts) {

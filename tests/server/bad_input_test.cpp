@@ -72,7 +72,10 @@ TEST_F(BadInput, UnimplementedFieldsAreRefusedNotIgnored) {
     body[field] = value;
     EXPECT_EQ(expect_error("/v1/chat/completions", body.dump(), 400)["param"], field) << body.dump();
   }
+  // The demo model has no fill-in-the-middle tokens; chat takes no suffix at all.
   EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "suffix": " end"})", 400)["param"], "suffix");
+  EXPECT_EQ(expect_error("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "suffix": "x"})", 400)["param"],
+            "suffix");
   EXPECT_EQ(expect_error("/v1/completions", R"({"prompt": "hi", "tools": [{"type": "function", "function": {"name": "f"}}]})", 400)["param"],
             "tools");
   for (const char* bias : {R"([1, 2])", R"({"x": 1})", R"({"5": 101})", R"({"5": "up"})", R"({"-3": 1})"}) {
