@@ -24,8 +24,32 @@ std::string encode(char32_t c) {
   return bytes;
 }
 
-// Sorted, merged, within the Unicode range and without surrogates.
-std::vector<CodePointRange> normalized(std::span<const CodePointRange> ranges) {
+// Splits [first, last] (code points of one encoded length) until every byte of the encodings
+// ranges independently of the others: then one sequence of byte ranges covers it exactly.
+void split_same_length(char32_t first, char32_t last, std::vector<ByteRanges>& out) {
+  for (int i = 1; i < utf8_length(first); ++i) {
+    const char32_t low_bits = (char32_t{1} << (6 * i)) - 1;
+    if ((first & ~low_bits) == (last & ~low_bits)) continue;
+    if ((first & low_bits) != 0) {
+      split_same_length(first, first | low_bits, out);
+      split_same_length((first | low_bits) + 1, last, out);
+      return;
+    }
+    if ((last & low_bits) != low_bits) {
+      split_same_length(first, (last & ~low_bits) - 1, out);
+      split_same_length(last & ~low_bits, last, out);
+      return;
+    }
+  }
+  const auto a = encode(first), b = encode(last);
+  ByteRanges sequence;
+  for (std::size_t k = 0; k < a.size(); ++k) sequence.emplace_back(static_cast<std::uint8_t>(a[k]), static_cast<std::uint8_t>(b[k]));
+  out.push_back(std::move(sequence));
+}
+
+}  // namespace
+
+std::vector<CodePointRange> normalized_code_points(std::span<const CodePointRange> ranges) {
   std::vector<CodePointRange> sorted;
   for (auto r : ranges) {
     if (r.first > r.last || r.first > kMaxCodePoint) continue;
@@ -52,7 +76,7 @@ std::vector<CodePointRange> normalized(std::span<const CodePointRange> ranges) {
   return merged;
 }
 
-std::vector<CodePointRange> complement(const std::vector<CodePointRange>& ranges) {
+std::vector<CodePointRange> complement_code_points(const std::vector<CodePointRange>& ranges) {
   std::vector<CodePointRange> out;
   char32_t next = 0;
   for (auto r : ranges) {
@@ -60,37 +84,13 @@ std::vector<CodePointRange> complement(const std::vector<CodePointRange>& ranges
     next = r.last + 1;
   }
   if (next <= kMaxCodePoint) out.push_back({next, kMaxCodePoint});
-  return normalized(out);
+  return normalized_code_points(out);
 }
 
-// Splits [first, last] (code points of one encoded length) until every byte of the encodings
-// ranges independently of the others: then one sequence of byte ranges covers it exactly.
-void split_same_length(char32_t first, char32_t last, std::vector<ByteRanges>& out) {
-  for (int i = 1; i < utf8_length(first); ++i) {
-    const char32_t low_bits = (char32_t{1} << (6 * i)) - 1;
-    if ((first & ~low_bits) == (last & ~low_bits)) continue;
-    if ((first & low_bits) != 0) {
-      split_same_length(first, first | low_bits, out);
-      split_same_length((first | low_bits) + 1, last, out);
-      return;
-    }
-    if ((last & low_bits) != low_bits) {
-      split_same_length(first, (last & ~low_bits) - 1, out);
-      split_same_length(last & ~low_bits, last, out);
-      return;
-    }
-  }
-  const auto a = encode(first), b = encode(last);
-  ByteRanges sequence;
-  for (std::size_t k = 0; k < a.size(); ++k) sequence.emplace_back(static_cast<std::uint8_t>(a[k]), static_cast<std::uint8_t>(b[k]));
-  out.push_back(std::move(sequence));
-}
-
-}  // namespace
 
 std::vector<ByteRanges> utf8_byte_ranges(std::span<const CodePointRange> ranges) {
   std::vector<ByteRanges> out;
-  for (auto r : normalized(ranges)) {
+  for (auto r : normalized_code_points(ranges)) {
     for (char32_t limit : {char32_t{0x7F}, char32_t{0x7FF}, char32_t{0xFFFF}, kMaxCodePoint}) {
       if (r.first > limit) continue;
       split_same_length(r.first, std::min(r.last, limit), out);
@@ -143,8 +143,8 @@ Sequence GrammarBuilder::literal(std::string_view text) {
 }
 
 Element GrammarBuilder::code_points(std::span<const CodePointRange> ranges, bool negated) {
-  auto set = normalized(ranges);
-  if (negated) set = complement(set);
+  auto set = normalized_code_points(ranges);
+  if (negated) set = complement_code_points(set);
   if (set.empty()) fail("a character class in the grammar matches no character");
   ByteSet ascii;
   std::vector<Sequence> alternatives;

@@ -80,6 +80,11 @@ class GrammarBuilder {
   std::unordered_map<ByteSet, std::uint32_t> byte_set_index_;
 };
 
+// Sorted and merged, within Unicode and without surrogates.
+std::vector<CodePointRange> normalized_code_points(std::span<const CodePointRange> ranges);
+// The code points (surrogates excluded) outside normalized `ranges`.
+std::vector<CodePointRange> complement_code_points(const std::vector<CodePointRange>& ranges);
+
 // The UTF-8 encodings of the code points in `ranges` (surrogates excluded) as sequences of byte
 // ranges: each inner vector is one sequence, each pair its bytes' [low, high].
 std::vector<std::vector<std::pair<std::uint8_t, std::uint8_t>>> utf8_byte_ranges(std::span<const CodePointRange> ranges);

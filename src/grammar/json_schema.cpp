@@ -8,6 +8,8 @@
 #include <optional>
 #include <set>
 
+#include "grammar/json_pattern.h"
+#include "grammar/number_range.h"
 #include "util/error.h"
 
 namespace rf::grammar {
@@ -30,11 +32,23 @@ const std::map<std::string, std::string>& primitive_rules() {
       {"value", R"(object | array | string | number | boolean | null)"},
       {"object", R"("{" ws (string ":" ws value ("," ws string ":" ws value)*)? "}" ws)"},
       {"array", R"("[" ws (value ("," ws value)*)? "]" ws)"},
-      {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [1-2] [0-9] | "3" [0-1]))"},
+      // Days that every year's month has (no 29th of February), as validators check them.
+      {"date", R"([0-9]{4} "-" (("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02-" ("0" [1-9] | "1" [0-9] | "2" [0-8])))"},
       {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
       {"date-time", R"(date "T" time)"},
       {"hex", R"([0-9a-fA-F])"},
       {"uuid", R"(hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12})"},
+      // A letter or digit at each end of a label; hostnames of at most four labels of 41, within 253 bytes.
+      {"label", R"([a-zA-Z0-9] ([a-zA-Z0-9-]{0,39} [a-zA-Z0-9])?)"},
+      {"hostname", R"(label ("." label){0,3})"},
+      {"email", R"([a-zA-Z0-9_+-]{1,32} ("." [a-zA-Z0-9_+-]{1,32}){0,3} "@" label ("." label){1,3})"},
+      {"octet", R"("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])"},
+      {"ipv4", R"(octet "." octet "." octet "." octet)"},
+      {"ipv6", R"(hex{1,4} (":" hex{1,4}){7})"},
+      {"duration-count", R"([0-9]{1,6})"},
+      {"duration", R"("P" (duration-date ("T" duration-time)? | "T" duration-time | duration-count "W"))"},
+      {"duration-date", R"(duration-count ("Y" (duration-count "M")? (duration-count "D")? | "M" (duration-count "D")? | "D"))"},
+      {"duration-time", R"(duration-count ("H" (duration-count "M")? (duration-count "S")? | "M" (duration-count "S")? | "S"))"},
   };
   return rules;
 }
@@ -52,6 +66,13 @@ const std::map<std::string, std::vector<std::string>>& primitive_dependencies() 
       {"array", {"ws", "value"}},
       {"date-time", {"date", "time"}},
       {"uuid", {"hex"}},
+      {"hostname", {"label"}},
+      {"email", {"label"}},
+      {"ipv4", {"octet"}},
+      {"ipv6", {"hex"}},
+      {"duration", {"duration-count", "duration-date", "duration-time"}},
+      {"duration-date", {"duration-count"}},
+      {"duration-time", {"duration-count"}},
   };
   return needs;
 }
@@ -62,46 +83,6 @@ const std::set<std::string>& annotations() {
                                              "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
                                              "definitions"};
   return keys;
-}
-
-// Integers take at most 16 digits, as the grammar's numbers do.
-constexpr double kLargestInteger = 1e16;
-
-// GBNF for the decimal digits of the numbers of equal length from `low` to `high` (as strings).
-void same_length_digits(const std::string& low, const std::string& high, const std::string& prefix,
-                        std::vector<std::string>& out) {
-  const std::size_t n = low.size();
-  if (n == 0) {
-    out.push_back(prefix.empty() ? "\"\"" : prefix);
-    return;
-  }
-  auto with = [&](const std::string& piece) { return prefix.empty() ? piece : prefix + " " + piece; };
-  const std::string rest_low = low.substr(1), rest_high = high.substr(1);
-  if (low[0] == high[0]) return same_length_digits(rest_low, rest_high, with(fmt::format("\"{}\"", low[0])), out);
-  const std::string nines(n - 1, '9'), zeros(n - 1, '0');
-  auto digits = [](char a, char b) { return a == b ? fmt::format("\"{}\"", a) : fmt::format("[{}-{}]", a, b); };
-  auto any = [&](std::size_t k) { return k == 0 ? std::string() : fmt::format(" [0-9]{{{}}}", k); };
-  // The first digit's low end with what may follow it, the digits between with anything, the high end.
-  char first = low[0], last = high[0];
-  if (rest_low != zeros) {
-    same_length_digits(rest_low, nines, with(fmt::format("\"{}\"", low[0])), out);
-    ++first;
-  }
-  if (rest_high != nines) --last;
-  if (first <= last) out.push_back(with(digits(first, last) + any(n - 1)));
-  if (rest_high != nines) same_length_digits(zeros, rest_high, with(fmt::format("\"{}\"", high[0])), out);
-}
-
-// GBNF alternatives for the decimal integers from `low` to `high` (0 <= low <= high), no leading zeros.
-std::vector<std::string> digit_ranges(long long low, long long high) {
-  std::vector<std::string> out;
-  // By length: 0-9, 10-99, 100-999, ...
-  for (long long shortest = 0, longest = 9;; shortest = longest + 1, longest = longest * 10 + 9) {
-    const long long a = std::max(low, shortest), b = std::min(high, longest);
-    if (a <= b) same_length_digits(std::to_string(a), std::to_string(b), "", out);
-    if (longest >= high) break;
-  }
-  return out;
 }
 
 // A GBNF string literal of these bytes.
@@ -199,7 +180,7 @@ class SchemaCompiler {
     static const std::set<std::string> taken = {"type", "properties", "required", "additionalProperties", "items",
                                                 "minItems", "maxItems", "enum", "const", "anyOf", "oneOf", "allOf",
                                                 "$ref", "minLength", "maxLength", "format", "minimum", "maximum",
-                                                "exclusiveMinimum", "exclusiveMaximum"};
+                                                "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern"};
     for (const auto& [key, value] : schema.items()) {
       if (!taken.contains(key) && !annotations().contains(key)) {
         unsupported(where, fmt::format("the keyword '{}' is not supported in structured output", key));
@@ -214,9 +195,8 @@ class SchemaCompiler {
     if (name == "array") return array(schema, base, where);
     if (name == "string") return string(schema, base, where);
     if (name == "integer") return integer(schema, base, where);
-    if (name == "number" && bounded(schema)) {
-      unsupported(where, "minimum and maximum are supported for integers only (not for type number)");
-    }
+    if (name == "number" && schema.contains("multipleOf")) return multiples(schema, base, where);
+    if (name == "number" && bounded(schema)) return number(schema, base, where);
     if (name == "number" || name == "boolean" || name == "null") return primitive(name);
     unsupported(where, fmt::format("unknown type '{}'", name));
   }
@@ -276,10 +256,27 @@ class SchemaCompiler {
   }
 
   std::string string(const json& schema, const std::string& base, const std::string& where) {
+    if (const auto it = schema.find("pattern"); it != schema.end()) {
+      for (const char* other : {"format", "minLength", "maxLength"}) {
+        if (schema.contains(other)) unsupported(where, fmt::format("pattern is not supported together with {}", other));
+      }
+      if (!it->is_string()) unsupported(where, "pattern must be a string");
+      std::string expression;
+      try {
+        expression = json_pattern_expression(it->get<std::string>());
+      } catch (const Error& e) {
+        unsupported(where, e.what());
+      }
+      primitive("ws");
+      return add_rule(base, fmt::format("\"\\\"\" {} \"\\\"\" ws", expression));
+    }
     if (const auto it = schema.find("format"); it != schema.end()) {
       const auto format = it->is_string() ? it->get<std::string>() : "";
-      if (format != "date" && format != "time" && format != "date-time" && format != "uuid") {
-        unsupported(where, fmt::format("format '{}' is not supported (date, time, date-time and uuid are)", it->dump()));
+      static const std::set<std::string> formats = {"date", "time", "date-time", "duration", "uuid",
+                                                    "email", "hostname", "ipv4", "ipv6"};
+      if (!formats.contains(format)) {
+        unsupported(where, fmt::format("format {} is not supported (date, time, date-time, duration, uuid, email, "
+                                       "hostname, ipv4 and ipv6 are)", it->dump()));
       }
       primitive("ws");
       return fmt::format("\"\\\"\" {} \"\\\"\" ws", primitive(format));
@@ -302,10 +299,10 @@ class SchemaCompiler {
   static std::optional<long long> integer_bound(const json& schema, bool lower, const std::string& where) {
     std::optional<long long> bound;
     for (const bool exclusive : {false, true}) {
-      const char* key = lower ? (exclusive ? "exclusiveMinimum" : "minimum") : (exclusive ? "exclusiveMaximum" : "maximum");
+      const char* key = bound_keyword(lower, exclusive);
       const auto it = schema.find(key);
       if (it == schema.end()) continue;
-      if (!it->is_number() || std::abs(it->get<double>()) >= kLargestInteger) {
+      if (!it->is_number() || std::abs(it->get<double>()) >= 1e16) {
         unsupported(where, fmt::format("{} must be a number of at most 16 digits", key));
       }
       const double v = it->get<double>();
@@ -316,22 +313,94 @@ class SchemaCompiler {
     return bound;
   }
 
+  static const char* bound_keyword(bool lower, bool exclusive) {
+    return lower ? (exclusive ? "exclusiveMinimum" : "minimum") : (exclusive ? "exclusiveMaximum" : "maximum");
+  }
+
+  // The tightest bound of a number (a lower one when `lower`), compared by its decimal digits.
+  static std::optional<NumberBound> number_bound(const json& schema, bool lower, const std::string& where) {
+    std::optional<NumberBound> bound;
+    for (const bool exclusive : {false, true}) {
+      const char* key = bound_keyword(lower, exclusive);
+      const auto it = schema.find(key);
+      if (it == schema.end()) continue;
+      if (!it->is_number()) unsupported(where, fmt::format("{} must be a number", key));
+      const NumberBound b{parse_decimal(it->dump()), exclusive};
+      if (!bound || tighter(b, *bound, lower)) bound = b;
+    }
+    return bound;
+  }
+
+  // Whether `a` allows fewer numbers than `b` (both lower bounds when `lower`).
+  static bool tighter(const NumberBound& a, const NumberBound& b, bool lower) {
+    if (const int c = compare(a.value, b.value)) return lower ? c > 0 : c < 0;
+    return a.exclusive && !b.exclusive;
+  }
+
   // An integer within the schema's bounds, the digits spelled out range by range.
   std::string integer(const json& schema, const std::string& base, const std::string& where) {
+    if (schema.contains("multipleOf")) return multiples(schema, base, where);
     if (!bounded(schema)) return primitive("integer");
-    const auto low = integer_bound(schema, true, where), high = integer_bound(schema, false, where);
-    if (low && high && *low > *high) unsupported(where, "no integer lies within its minimum and maximum");
-    const long long most = static_cast<long long>(kLargestInteger) - 1;
-    std::vector<std::string> choices;
-    if (!low || *low < 0) {  // the negative part: "-" and a magnitude from max(1, -high) to -low
-      const long long from = high && *high < 0 ? -*high : 1;
-      for (auto& c : digit_ranges(from, low ? -*low : most)) choices.push_back("\"-\" " + c);
-    }
-    if (!high || *high >= 0) {
-      for (auto& c : digit_ranges(low && *low > 0 ? *low : 0, high ? *high : most)) choices.push_back(c);
-    }
+    const auto range = integer_range(integer_bound(schema, true, where), integer_bound(schema, false, where));
+    if (!range) unsupported(where, "no integer lies within its minimum and maximum");
     primitive("ws");
-    return add_rule(base, fmt::format("({}) ws", join(choices)));
+    return add_rule(base, fmt::format("({}) ws", *range));
+  }
+
+  static constexpr long long kMaxStep = 1000, kMaxListedMultiples = 256;
+
+  // Integers that are multiples of a whole multipleOf: listed one by one within bounds, else read
+  // digit by digit, each rule a remainder so far (a number mod n is (10 r + digit) mod n).
+  std::string multiples(const json& schema, const std::string& base, const std::string& where) {
+    const auto step_it = schema.find("multipleOf");
+    if (!step_it->is_number() || step_it->get<double>() <= 0 || step_it->get<double>() != std::floor(step_it->get<double>()) ||
+        step_it->get<double>() > kMaxStep) {
+      unsupported(where, fmt::format("multipleOf is supported as a whole number from 1 to {}", kMaxStep));
+    }
+    const auto step = static_cast<long long>(step_it->get<double>());
+    primitive("ws");
+    const auto low = integer_bound(schema, true, where), high = integer_bound(schema, false, where);
+    // From 0 or the first positive multiple up, the digits below hold without a sign.
+    const bool from_zero = low && !high && *low >= 0 && *low <= step;
+    if ((low || high) && !from_zero) {
+      if (!low || !high || (*high - *low) / step > kMaxListedMultiples) {
+        unsupported(where, fmt::format("multipleOf is supported with no bound, a minimum from 0 to the multiple, or "
+                                       "both bounds with at most {} multiples between them", kMaxListedMultiples));
+      }
+      std::vector<std::string> listed;
+      for (long long v = (*low + (*low > 0 ? step - 1 : 0)) / step * step; v <= *high; v += step) {
+        if (v >= *low) listed.push_back(fmt::format("\"{}\"", v));
+      }
+      if (listed.empty()) unsupported(where, "no multiple of multipleOf lies within its minimum and maximum");
+      return add_rule(base, fmt::format("({}) ws", join(listed)));
+    }
+    std::vector<std::string> states;  // named before written: they refer to each other
+    for (long long r = 0; r < step; ++r) states.push_back(add_rule(fmt::format("{}-mod-{}", base, r), ""));
+    auto state = [&](long long r) { return states[r]; };
+    // The digits that take remainder r to each next one, as a class.
+    auto moves = [&](long long r, int first_digit) {
+      std::map<long long, std::string> digits;
+      for (int d = first_digit; d <= 9; ++d) digits[(10 * r + d) % step] += static_cast<char>('0' + d);
+      std::vector<std::string> out;
+      for (const auto& [next, set] : digits) out.push_back(fmt::format("[{}] {}", set, state(next)));
+      return join(out);
+    };
+    for (long long r = 0; r < step; ++r) rules_[states[r]] = (r == 0 ? "\"\" | " : "") + moves(r, 0);
+    const std::string zero = !low || *low == 0 ? "\"0\" | " : "";
+    return add_rule(base, fmt::format("({}{}({})) ws", zero, from_zero ? "" : "\"-\"? ", moves(0, 1)));
+  }
+
+  // A number within the schema's bounds, written without an exponent.
+  std::string number(const json& schema, const std::string& base, const std::string& where) {
+    std::optional<std::string> range;
+    try {
+      range = number_range(number_bound(schema, true, where), number_bound(schema, false, where));
+    } catch (const Error& e) {
+      unsupported(where, e.what());
+    }
+    if (!range) unsupported(where, "no number lies within its minimum and maximum");
+    primitive("ws");
+    return add_rule(base, fmt::format("({}) ws", *range));
   }
 
   std::string array(const json& schema, const std::string& base, const std::string& where) {

@@ -4,16 +4,20 @@
 //
 // Taken: type (one or a list), properties, required, additionalProperties, items, minItems,
 // maxItems, enum, const, anyOf, oneOf (as anyOf), allOf of one schema, $ref into $defs or
-// definitions (recursion included), minLength, maxLength, format date, time, date-time and uuid,
-// minimum, maximum, exclusiveMinimum and exclusiveMaximum of integers, and the annotations that do
-// not change what validates (title, description, default, ...).
+// definitions (recursion included), minLength, maxLength, pattern (json_pattern.h), format (date,
+// time, date-time, duration, uuid, email, hostname, ipv4, ipv6), minimum, maximum,
+// exclusiveMinimum and exclusiveMaximum (number_range.h), multipleOf of a whole number (up to
+// 1000; with both bounds, at most 256 multiples between them), and the annotations that do not change
+// what validates (title, description, default, ...).
 // Any other keyword is refused by name rather than ignored.
 //
 // Where a schema allows more than it lists, the grammar takes a valid part of it: an object with
 // properties has exactly those (in the schema's order, the optional ones optional), whatever
 // additionalProperties says; numbers have at most 16 integral and 16 fractional digits and a
-// two-digit exponent, so that a model cannot run on forever (nor past a double's range); whitespace between tokens is one space or a newline and up to
-// 20 spaces or tabs.
+// two-digit exponent (bounded ones none), so that a model cannot run on forever (nor past a
+// double's range); formats take their common shapes (an IPv6 address written out in full, a
+// hostname of at most four labels, no 29th of February); whitespace between tokens is one space
+// or a newline and up to 20 spaces or tabs.
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>

@@ -19,12 +19,7 @@ void expect_language(std::string_view gbnf, std::initializer_list<Case> cases) {
 }
 
 std::string error_of(std::string_view gbnf) {
-  try {
-    parse_gbnf(gbnf);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_message([&] { parse_gbnf(gbnf); });
 }
 
 TEST(Gbnf, LiteralsAlternativesAndGroups) {

@@ -1,7 +1,12 @@
 #include "grammar/json_schema.h"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "grammar/gbnf.h"
 #include "grammar/matches.h"
@@ -21,12 +26,7 @@ void expect_instances(const json& schema, std::initializer_list<std::pair<const 
 }
 
 std::string error_of(const json& schema) {
-  try {
-    json_schema_to_gbnf(schema);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_message([&] { json_schema_to_gbnf(schema); });
 }
 
 TEST(JsonSchema, ObjectsKeepRequiredAndOrderedProperties) {
@@ -115,18 +115,110 @@ TEST(JsonSchema, IntegerBoundsHoldForEveryValue) {
     std::printf("%s: %zu values wrongly judged (tolerance 0)\n", c.keywords, wrong);
   }
   EXPECT_NE(error_of(json::parse(R"({"type": "integer", "minimum": 5, "maximum": 4})")).find("no integer"), std::string::npos);
-  EXPECT_NE(error_of(json::parse(R"({"type": "number", "minimum": 0})")).find("integers only"), std::string::npos);
+}
+
+// Every number from -4 to 4 in steps of 0.0005, written with up to five decimals (trailing zeros
+// too), judged by the grammar and by strtod's doubles (exact in order at these few digits).
+TEST(JsonSchema, NumberBoundsHoldForEveryValue) {
+  const char* cases[] = {
+      R"("minimum": 0.5, "maximum": 2.25)",
+      R"("exclusiveMinimum": -1.5, "maximum": 0)",
+      R"("minimum": -0.001)",
+      R"("exclusiveMaximum": 0)",
+      R"("minimum": 0.1, "exclusiveMaximum": 0.3)",
+      R"("minimum": 3, "maximum": 3)",
+      R"("minimum": 1e-3, "exclusiveMaximum": 2.5e0)",
+      R"("exclusiveMinimum": -3, "maximum": -2.75)",
+      R"("minimum": -0.0005, "exclusiveMaximum": 0.0005)",
+      R"("minimum": 1.25, "exclusiveMinimum": 1.25, "maximum": 3.5, "exclusiveMaximum": 3.75)",
+  };
+  for (const char* keywords : cases) {
+    const auto schema = json::parse(std::string(R"({"type": "number", )") + keywords + "}");
+    const Grammar grammar = parse_gbnf(json_schema_to_gbnf(schema));
+    auto bound = [&](const char* key) { return schema.contains(key) ? std::optional(schema[key].get<double>()) : std::nullopt; };
+    const auto min = bound("minimum"), max = bound("maximum"), above = bound("exclusiveMinimum"), below = bound("exclusiveMaximum");
+    std::size_t wrong = 0, checked = 0;
+    for (int step = -8000; step <= 8000; ++step) {
+      for (int decimals = 0; decimals <= 5; ++decimals) {
+        if (decimals < 4 && step % (decimals == 0 ? 2000 : decimals == 1 ? 200 : decimals == 2 ? 20 : 2) != 0) continue;
+        const std::string text = fmt::format("{:.{}f}", step * 0.0005, decimals);
+        if (text.starts_with("-") && text.find_first_not_of("-0.") == std::string::npos) continue;  // -0
+        const double v = std::strtod(text.c_str(), nullptr);
+        const bool in = (!min || v >= *min) && (!max || v <= *max) && (!above || v > *above) && (!below || v < *below);
+        ++checked;
+        if (matches(grammar, text) != in) {
+          ++wrong;
+          ADD_FAILURE() << keywords << ": " << text << (in ? " refused" : " taken");
+        }
+      }
+    }
+    for (const char* never : {"1.", "01", "-0", "1e0", ".5", "+1"}) EXPECT_FALSE(matches(grammar, never)) << keywords << ": " << never;
+    std::printf("%s: %zu of %zu values wrongly judged (tolerance 0)\n", keywords, wrong, checked);
+  }
+  EXPECT_NE(error_of(json::parse(R"({"type": "number", "minimum": 2, "exclusiveMaximum": 2})")).find("no number"),
+            std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "number", "minimum": 1e20})")).find("16 digits"), std::string::npos);
+}
+
+TEST(JsonSchema, MultiplesHoldForEveryValue) {
+  struct Case {
+    const char* keywords;
+    long long step, low, high;
+  };
+  const long long none = 1'000'000;
+  const Case cases[] = {{R"("type": "integer", "multipleOf": 3)", 3, -none, none},
+                        {R"("type": "integer", "multipleOf": 1)", 1, -none, none},
+                        {R"("type": "integer", "multipleOf": 40)", 40, -none, none},
+                        {R"("type": "number", "multipleOf": 5)", 5, -none, none},
+                        {R"("type": "integer", "multipleOf": 7, "minimum": -20, "exclusiveMaximum": 49)", 7, -20, 48},
+                        {R"("type": "integer", "multipleOf": 2, "minimum": 0)", 2, 0, none},
+                        {R"("type": "integer", "multipleOf": 4, "exclusiveMinimum": 0)", 4, 1, none}};
+  for (const auto& c : cases) {
+    const Grammar grammar = parse_gbnf(json_schema_to_gbnf(json::parse(std::string("{") + c.keywords + "}")));
+    std::size_t wrong = 0;
+    for (long long v = -1000; v <= 1000; ++v) {
+      const bool in = v % c.step == 0 && v >= c.low && v <= c.high;
+      if (matches(grammar, std::to_string(v)) != in) {
+        ++wrong;
+        ADD_FAILURE() << c.keywords << ": " << v << (in ? " refused" : " taken");
+      }
+    }
+    for (const char* never : {"-0", "00", "03", "1.0"}) EXPECT_FALSE(matches(grammar, never)) << c.keywords << ": " << never;
+    std::printf("%s: %zu of 2001 values wrongly judged (tolerance 0)\n", c.keywords, wrong);
+  }
+}
+
+TEST(JsonSchema, FormatsTakeOnlyWhatValidatorsTake) {
+  expect_instances(json::parse(R"({"type": "string", "format": "date"})"),
+                   {{R"("2024-01-31")", true}, {R"("2023-02-28")", true}, {R"("2023-02-30")", false},
+                    {R"("2023-04-31")", false}, {R"("2023-11-30")", true}, {R"("2023-13-01")", false}});
+  expect_instances(json::parse(R"({"type": "string", "format": "ipv4"})"),
+                   {{R"("192.168.0.1")", true}, {R"("255.255.255.255")", true}, {R"("256.1.1.1")", false},
+                    {R"("01.2.3.4")", false}, {R"("1.2.3")", false}});
+  expect_instances(json::parse(R"({"type": "string", "format": "email"})"),
+                   {{R"("ada.lovelace@example.org")", true}, {R"("a..b@example.org")", false},
+                    {R"("a@localhost")", false}, {R"("a@-x.org")", false}});
+  expect_instances(json::parse(R"({"type": "string", "format": "duration"})"),
+                   {{R"("P3Y6M4DT12H30M5S")", true}, {R"("PT1M")", true}, {R"("P2W")", true}, {R"("P")", false},
+                    {R"("PT")", false}, {R"("P1D2Y")", false}});
+  expect_instances(json::parse(R"({"type": "string", "format": "ipv6"})"),
+                   {{R"("2001:db8:0:0:0:ff00:42:8329")", true}, {R"("2001:db8::1")", false}});
+  expect_instances(json::parse(R"({"type": "string", "format": "hostname"})"),
+                   {{R"("api.example.com")", true}, {R"("a-b.c")", true}, {R"("-a.com")", false}, {R"("a_b.com")", false}});
 }
 
 TEST(JsonSchema, RefusesWhatItCannotEnforceByName) {
-  EXPECT_NE(error_of(json::parse(R"({"type": "string", "pattern": "^a+$"})")).find("'pattern'"), std::string::npos);
-  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "multipleOf": 3})")).find("'multipleOf'"), std::string::npos);
-  EXPECT_NE(error_of(json::parse(R"({"type": "string", "format": "email"})")).find("format"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "string", "pattern": "(a)\\1"})")).find("pattern"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "number", "multipleOf": 0.5})")).find("multipleOf"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "multipleOf": 2, "minimum": 5})")).find("multipleOf"),
+            std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "integer", "uniqueItems": true})")).find("'uniqueItems'"), std::string::npos);
+  EXPECT_NE(error_of(json::parse(R"({"type": "string", "format": "iri"})")).find("format"), std::string::npos);
   EXPECT_NE(error_of(json::parse(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})")).find("\"b\""),
             std::string::npos);
   EXPECT_NE(error_of(json::parse(R"({"$ref": "#/$defs/missing"})")).find("missing"), std::string::npos);
   EXPECT_NE(error_of(json::parse(R"({"type": "text"})")).find("unknown type 'text'"), std::string::npos);
-  EXPECT_NE(error_of(json::parse(R"({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 2}}})"))
+  EXPECT_NE(error_of(json::parse(R"({"type": "object", "properties": {"a": {"type": "number", "multipleOf": 2.5}}})"))
                 .find("/properties/a"),
             std::string::npos);
 }

@@ -102,11 +102,11 @@ TEST_F(BadInput, StructuredOutputMistakesNameTheirField) {
       {{{"response_format", "json"}}, "response_format"},
       {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
       {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", 5}}}}}}, "response_format.json_schema.name"},
-      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "number"}, {"maximum", 3}}}}}}}},
+      {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "number"}, {"multipleOf", 2.5}}}}}}}},
        "response_format.json_schema.schema"},
       {{{"grammar", "root ::= missing"}}, "grammar"},
       {{{"grammar", 5}}, "grammar"},
-      {{{"json_schema", {{"type", "string"}, {"pattern", "a+"}}}}, "json_schema"},
+      {{{"json_schema", {{"type", "array"}, {"uniqueItems", true}}}}, "json_schema"},
       {{{"json_schema", "object"}}, "json_schema"},
       {{{"response_format", schema_format}, {"grammar", "root ::= \"a\""}}, "response_format"},
   };

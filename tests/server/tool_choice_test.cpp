@@ -61,7 +61,7 @@ TEST(ToolChoice, MistakesNameTheirField) {
   EXPECT_EQ(field_of_error(R"({"functions": [{"name": "f"}]})"), "functions");
   // A schema the grammar cannot hold a call to is refused when a call is required, not ignored.
   EXPECT_EQ(field_of_error(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters":
-      {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}}}], "tool_choice": "required"})"), "tools");
+      {"type": "object", "properties": {"s": {"type": "array", "uniqueItems": true}}}}}], "tool_choice": "required"})"), "tools");
 }
 
 TEST(ToolChoice, NoneOrNoToolsMeansNoToolUse) {
