@@ -1,6 +1,7 @@
 #include "cli/runner_options.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -54,13 +55,19 @@ std::string default_image_model_path() {
 
 // Values that run but make little sense get a word on stderr: threads past the machine's, a context
 // past what the model was trained for (its positions beyond are untrained).
-std::unique_ptr<ModelRunner> RunnerFlags::load() const {
+std::unique_ptr<ModelRunner> RunnerFlags::load(ProgressMeter::Write log) const {
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && options.threads > static_cast<int>(cores)) {
     fmt::print(stderr, "warning: --threads {} is more than this machine's {} hardware threads; the extra ones only wait\n",
                options.threads, cores);
   }
-  auto runner = std::make_unique<ModelRunner>(model.empty() ? default_model_path() : model, options);
+  const std::string path = model.empty() ? default_model_path() : model;
+  RunnerOptions with_progress = options;
+  const std::filesystem::path name = std::filesystem::path(path).lexically_normal();
+  with_progress.load_progress =
+      stderr_progress(fmt::format("loading {}", (name.has_filename() ? name : name.parent_path()).filename().string()),
+                      std::move(log));
+  auto runner = std::make_unique<ModelRunner>(path, with_progress);
   const int trained = runner->config().max_position_embeddings;
   if (trained > 0 && runner->ctx_size() > trained) {
     fmt::print(stderr, "warning: a context of {} tokens is longer than the {} this model was trained for\n",

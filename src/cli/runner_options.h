@@ -27,8 +27,9 @@ struct RunnerFlags {
   RunnerOptions options;
 
   void add_to(CLI::App& command);
-  // Loads the model on the --device asked for (see engine/backend_select.h).
-  std::unique_ptr<ModelRunner> load() const;
+  // Loads the model on the --device asked for (see engine/backend_select.h), with a progress bar
+  // on a terminal, else progress lines through `log` (stderr's when empty).
+  std::unique_ptr<ModelRunner> load(ProgressMeter::Write log = {}) const;
 };
 
 }  // namespace rf::cli

@@ -112,7 +112,8 @@ void run(ServeFlags& f) {
     if (image) {
       http.set_image_model(load_image_model(f, path, model_id(f, path)));
     } else {
-      http.set_model(std::make_shared<server::ModelService>(f.runner.load(), model_id(f, path), f.scheduler));
+      http.set_model(std::make_shared<server::ModelService>(f.runner.load([](std::string_view line) { spdlog::info("{}", line); }),
+                                                            model_id(f, path), f.scheduler));
     }
   } catch (...) {
     stop();

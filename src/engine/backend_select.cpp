@@ -7,7 +7,9 @@
 
 #include "backend/cpu/image_backend.h"
 #include "models/llama/cpu_forward.h"
+#include "models/llama/weights.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 #if defined(ROCMFORGE_GPU_BACKEND)
 #include "backend/gpu/image/image_backend.h"
@@ -31,6 +33,18 @@ llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
           .batch_invariant = shape.batch_invariant};
 }
 #endif
+
+// The CPU reads weights where they lie (a file's mapping): their pages come in now, not during
+// the first request.
+void read_in_weights(const Checkpoint& checkpoint, const ProgressFn& progress) {
+  const std::uint64_t total = llama::matrix_bytes(checkpoint.weights(), checkpoint.config());
+  std::uint64_t done = 0;
+  llama::for_each_matrix(checkpoint.weights(), checkpoint.config(), [&](const WeightMatrix& m) {
+    read_in(m.data, m.bytes());
+    done += m.bytes();
+    if (progress) progress(done, total);
+  });
+}
 
 std::string_view display_name(const std::string& device) { return device == "cuda" ? "CUDA" : "ROCm"; }
 
@@ -79,11 +93,13 @@ std::optional<int> resolve_gpu(const std::string& device) {
 }
 
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
-                                               ThreadPool& pool, const BackendShape& shape) {
+                                               ThreadPool& pool, const BackendShape& shape,
+                                               const ProgressFn& progress) {
 #if defined(ROCMFORGE_GPU_BACKEND)
   if (const std::optional<int> gpu = resolve_gpu(device)) {
     llama::GpuForwardOptions options = gpu_options(shape);
     options.device = *gpu;
+    options.load_progress = progress;
     const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config());
     // Asked for the GPU, the model fails there naming why; left to choose, it runs on the CPU.
     if (!why || parse_device(device).kind != "auto") {
@@ -94,6 +110,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
 #else
   (void)resolve_gpu(device);
 #endif
+  read_in_weights(checkpoint, progress);
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
                                              shape.kv_blocks, shape.max_context);
 }

@@ -9,6 +9,7 @@
 #include "backend/image_backend.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
+#include "util/progress_meter.h"
 
 namespace rf {
 
@@ -36,9 +37,11 @@ DeviceChoice parse_device(const std::string& device);
 // device "auto": the first GPU when the build has a GPU backend and it finds a device, else the CPU
 // (with a one-line notice on stderr when a GPU build found none); "cpu"; "cuda" or "rocm": that
 // backend's first GPU, "cuda:N" or "rocm:N" its GPU N, failing when the build lacks it or it finds no
-// such device. The checkpoint and pool must outlive it.
+// such device. The checkpoint and pool must outlive it. The CPU reads the weights in (the pages of
+// a mapped file) and the GPU uploads them, both before returning, telling `progress` the bytes.
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,
-                                               ThreadPool& pool, const BackendShape& shape);
+                                               ThreadPool& pool, const BackendShape& shape,
+                                               const ProgressFn& progress = {});
 
 // The GPU a --device value picks (by the rules above), or nullopt for the CPU.
 std::optional<int> resolve_gpu(const std::string& device);

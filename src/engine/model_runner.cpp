@@ -48,7 +48,8 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
                                   .kv_blocks = (std::max(ctx_size_, options.kv_cache_tokens) + kBlockSize - 1) / kBlockSize,
                                   .max_context = ctx_size_,
                                   .max_batch_tokens = options.max_batch_tokens,
-                                  .batch_invariant = options.batch_invariant})),
+                                  .batch_invariant = options.batch_invariant},
+                                 options.load_progress)),
       blocks_(forward_->kv_blocks()) {
   if (options.max_batch_tokens <= 0) fail("batch size must be positive, got {}", options.max_batch_tokens);
   stop_ids_ = config().eos_token_ids;

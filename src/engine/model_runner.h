@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
 #include "tokenizer/tokenizer.h"
+#include "util/progress_meter.h"
 #include "util/thread_pool.h"
 
 namespace rf {
@@ -24,6 +25,7 @@ struct RunnerOptions {
   int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
   std::string device = "auto";  // auto, cpu, cuda or rocm (see engine/backend_select.h)
   bool batch_invariant = false;  // GPU: see BackendShape::batch_invariant
+  ProgressFn load_progress;      // told the weights' bytes read in (CPU) or uploaded (GPU)
 };
 
 // The context a runner gets when none is asked for: the model's, capped at 4096 to bound memory.

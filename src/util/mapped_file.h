@@ -30,4 +30,8 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
+// Reads [data, data + bytes) into memory now, a page at a time, as llama.cpp's MAP_POPULATE does:
+// a mapped file's weights then come from disk while the model loads, not during the first request.
+void read_in(const void* data, std::size_t bytes);
+
 }  // namespace rf

@@ -121,7 +121,7 @@ GpuForward::GpuForward(const ModelConfig& config, const LlamaWeights& weights, c
       options_(options),
       device_name_(describe_device(options.device)),
       ctx_(options.device),
-      weights_(config, weights, served_context(options)),
+      weights_(config, weights, served_context(options), options.load_progress),
       kv_cache_(kv_cache_elements(config, options)),
       activation_storage_(layout(config, options.max_batch_tokens, nullptr, nullptr)),
       input_storage_(layout(options.max_batch_tokens, options.kv_blocks, nullptr, nullptr)),

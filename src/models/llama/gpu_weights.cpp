@@ -10,8 +10,10 @@ namespace rf::llama {
 // The GPU backend's kernels and runtime.
 using namespace rf::gpu;
 
-GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context)
-    : token_embedding(upload(host.token_embedding)),
+GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context, ProgressFn progress)
+    : progress_(std::move(progress)),
+      total_(matrix_bytes(host, config)),
+      token_embedding(upload(host.token_embedding)),
       output_norm(upload(host.output_norm)),
       output(host.output.data == host.token_embedding.data ? token_embedding : upload(host.output)),
       inv_freq(upload(rf::rope_inv_freq(config, host.rope_freq_factors ? &*host.rope_freq_factors : nullptr, context))),
@@ -44,8 +46,14 @@ GpuWeights::GpuWeights(const ModelConfig& config, const LlamaWeights& host, int 
   }
 }
 
+void GpuWeights::uploaded(const WeightMatrix& host) {
+  uploaded_ += host.bytes();
+  if (progress_) progress_(uploaded_, total_);
+}
+
 WeightMatrix GpuWeights::upload(const WeightMatrix& host) {
   matrices_.push_back(upload_weights(host));
+  uploaded(host);
   return {host.dtype, host.rows, host.cols, matrices_.back().data()};
 }
 
@@ -64,6 +72,7 @@ WeightMatrix GpuWeights::upload_stacked(std::span<const WeightMatrix> parts, std
   std::uint8_t* at = stacked.data();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     upload_weights(parts[i], at);
+    uploaded(parts[i]);
     views[i] = {parts[i].dtype, parts[i].rows, parts[i].cols, at};
     at += parts[i].bytes();
   }
@@ -81,7 +90,10 @@ StackedExperts GpuWeights::upload_experts(const std::vector<WeightMatrix>& exper
   }
   const std::size_t stride = (first.bytes() + kAlign - 1) / kAlign * kAlign;
   DeviceBuffer<std::uint8_t>& stacked = matrices_.emplace_back(stride * experts.size());
-  for (std::size_t e = 0; e < experts.size(); ++e) upload_weights(experts[e], stacked.data() + e * stride);
+  for (std::size_t e = 0; e < experts.size(); ++e) {
+    upload_weights(experts[e], stacked.data() + e * stride);
+    uploaded(experts[e]);
+  }
   return {{first.dtype, first.rows, first.cols, stacked.data()}, stride};
 }
 

@@ -11,6 +11,7 @@
 #include "backend/gpu/runtime/device_buffer.h"
 #include "model/config.h"
 #include "models/llama/weights.h"
+#include "util/progress_meter.h"
 
 namespace rf::llama {
 
@@ -53,10 +54,13 @@ class GpuWeights {
   // First: the views below point into these, and are initialised in order.
   std::vector<gpu::DeviceBuffer<std::uint8_t>> matrices_;
   std::vector<gpu::DeviceBuffer<float>> vectors_;
+  ProgressFn progress_;
+  std::uint64_t uploaded_ = 0, total_ = 0;  // matrices' bytes, for progress_
 
  public:
-  // `context`, the longest sequence served, picks LongRoPE's factors (rope_inv_freq).
-  GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context);
+  // `context`, the longest sequence served, picks LongRoPE's factors (rope_inv_freq). `progress`
+  // is told the matrices' bytes as they go up.
+  GpuWeights(const ModelConfig& config, const LlamaWeights& host, int context, ProgressFn progress = {});
 
   WeightMatrix token_embedding;
   std::vector<GpuLayer> layers;
@@ -80,6 +84,7 @@ class GpuWeights {
   // Every expert's matrix (one type and shape) in one allocation, each on a 256-byte boundary.
   StackedExperts upload_experts(const std::vector<WeightMatrix>& experts);
   const float* upload(const std::vector<float>& host);
+  void uploaded(const WeightMatrix& host);
   const float* upload(const std::optional<std::vector<float>>& host) { return host ? upload(*host) : nullptr; }
 };
 

@@ -302,9 +302,9 @@ class FusedSplitter {
   std::set<std::string> fused_;
 };
 
-// Calls fn on every distinct 2-D weight (the tied output once).
-template <typename Fn>
-void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
+}  // namespace
+
+void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, const std::function<void(const WeightMatrix&)>& fn) {
   for_each_tensor(w, c, Naming::Gguf,
                   Overloaded{[&](const std::string&, const WeightMatrix& m, int, int) { fn(m); },
                              [&](const std::string&, const std::vector<WeightMatrix>& experts, int, int, int) {
@@ -312,8 +312,6 @@ void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, Fn fn) {
                              },
                              [](const std::string&, const auto&, int) {}});
 }
-
-}  // namespace
 
 LlamaWeights read_weights(const TensorSet& stored, const ModelConfig& config, Naming naming) {
   const HfPlace place = naming == Naming::HuggingFace ? hf_place(stored) : HfPlace{};

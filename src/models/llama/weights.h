@@ -6,6 +6,7 @@
 // from where transformers keeps it, its vision tower ignored. The backends' forwards see only
 // LlamaWeights.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ LlamaWeights read_weights(const TensorSet& tensors, const ModelConfig& config, N
 // They point into `weights`, which must outlive them.
 TensorSet tensor_set(const LlamaWeights& weights, const ModelConfig& config, Naming naming, std::string source);
 
+// Calls fn on every distinct 2-D weight (the tied output once): the embedding, then layer by layer.
+void for_each_matrix(const LlamaWeights& weights, const ModelConfig& config,
+                     const std::function<void(const WeightMatrix&)>& fn);
 // Counted over every weight, the tied output once; rope_freqs, not a trained parameter, left out.
 std::size_t parameter_count(const LlamaWeights& weights, const ModelConfig& config);
 // Bytes of the 2-D weights, which a forward step reads whole.
