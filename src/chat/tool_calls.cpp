@@ -259,38 +259,43 @@ void ToolCallParser::close_call(ParsedReply& out, std::string_view block, std::s
   }
 }
 
-nlohmann::ordered_json generic_tool_messages(const ordered_json& messages, const ordered_json& tools) {
+nlohmann::ordered_json generic_tool_messages(ordered_json messages, const ordered_json& tools, bool system_role) {
   ordered_json out = ordered_json::array();
-  const bool offered = tools.is_array() && !tools.empty();
-  const bool joined = offered && !messages.empty() && messages[0]["role"] == "system";
-  if (joined) {
-    out.push_back(messages[0]);
-    out[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + generic_tool_prompt(tools);
-  } else if (offered) {
-    out.push_back({{"role", "system"}, {"content", generic_tool_prompt(tools)}});
+  if (tools.is_array() && !tools.empty()) {
+    const std::string prompt = generic_tool_prompt(tools);
+    // The tools open the conversation's own opening message where the template takes no system role.
+    const char* opening_role = system_role ? "system" : "user";
+    if (!messages.empty() && messages[0]["role"] == opening_role) {
+      messages[0]["content"] = system_role ? messages[0]["content"].get<std::string>() + "\n\n" + prompt
+                                           : prompt + "\n\n" + messages[0]["content"].get<std::string>();
+    } else {
+      out.push_back({{"role", opening_role}, {"content", prompt}});
+    }
   }
-  for (std::size_t i = joined ? 1 : 0; i < messages.size(); ++i) {
-    ordered_json message = messages[i];
-    if (message["role"] == "tool") {
+  bool after_tool = false;
+  for (ordered_json& message : messages) {
+    const bool tool = message["role"] == "tool";
+    if (tool) {
       const ordered_json result = {{"tool_response", {{"tool_call_id", message.value("tool_call_id", "")},
                                                       {"content", message["content"]}}}};
       // The results of parallel calls come as one turn: templates insist that roles alternate.
-      if (i > 0 && messages[i - 1]["role"] == "tool") {
+      if (after_tool) {
         out.back()["content"] = out.back()["content"].get<std::string>() + "\n" + result.dump();
       } else {
         out.push_back({{"role", "user"}, {"content", result.dump()}});
       }
-      continue;
-    }
-    if (const auto calls = message.find("tool_calls"); calls != message.end()) {
-      ordered_json written = ordered_json::array();
-      for (const auto& call : *calls) {
-        written.push_back({{"name", call["function"]["name"]}, {"arguments", call["function"]["arguments"]}});
+    } else {
+      if (const auto calls = message.find("tool_calls"); calls != message.end()) {
+        ordered_json written = ordered_json::array();
+        for (const auto& call : *calls) {
+          written.push_back({{"name", call["function"]["name"]}, {"arguments", call["function"]["arguments"]}});
+        }
+        message.erase("tool_calls");
+        message["content"] = ordered_json{{"tool_calls", written}}.dump();
       }
-      message.erase("tool_calls");
-      message["content"] = ordered_json{{"tool_calls", written}}.dump();
+      out.push_back(std::move(message));
     }
-    out.push_back(std::move(message));
+    after_tool = tool;
   }
   return out;
 }

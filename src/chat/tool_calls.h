@@ -70,7 +70,9 @@ class ToolCallParser {
 // The messages a template without tools is given: a system message describing the tools and
 // the Generic reply format (joined to the conversation's own system message, if it opens it;
 // none when `tools` is null or empty), earlier calls written as the model would write them,
-// and the tools' results as user messages.
-nlohmann::ordered_json generic_tool_messages(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools);
+// and the tools' results as user messages. A template that takes no system role (Gemma 2's
+// raises) gets the description at the head of the first user message instead.
+nlohmann::ordered_json generic_tool_messages(nlohmann::ordered_json messages, const nlohmann::ordered_json& tools,
+                                             bool system_role = true);
 
 }  // namespace rf

@@ -49,6 +49,17 @@ std::string token_text(const Tokenizer& tokenizer, std::optional<TokenId> id) {
   return id ? tokenizer.id_to_token(*id) : std::string();
 }
 
+// Whether the template renders a system message (Gemma 2's raises an exception).
+bool takes_system_role(const ChatTemplate& chat, const std::string& bos, const std::string& eos) {
+  const auto messages = nlohmann::ordered_json::array({{{"role", "system"}, {"content", "s"}}, {{"role", "user"}, {"content", "u"}}});
+  try {
+    render_chat(chat, messages, true, bos, eos, nlohmann::ordered_json::object());
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 const char* const kRoles[] = {"system", "developer", "user", "assistant", "tool"};
 
 // An assistant message's tool_calls, with their arguments as objects: templates write them with
@@ -89,17 +100,8 @@ nlohmann::ordered_json checked_message(const json& message, std::size_t index) {
   const auto it = message.find("content");
   if (it == message.end() || it->is_null()) {
     if (*role != "assistant") bad_field(where + ".content", "is required");
-  } else if (it->is_string()) {
-    content = it->get<std::string>();
-  } else if (it->is_array()) {
-    for (const auto& part : *it) {
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-        bad_field(where + ".content", "parts must be {\"type\": \"text\", \"text\": ...}: this model reads text only");
-      }
-      content += part["text"].get<std::string>();
-    }
   } else {
-    bad_field(where + ".content", "must be a string or an array of text parts");
+    content = text_content(*it, where + ".content", {"text"});
   }
   nlohmann::ordered_json out = nlohmann::ordered_json::parse(message.dump());
   out["content"] = content;
@@ -116,7 +118,8 @@ ChatPrompt::ChatPrompt(std::string source, std::string bos, std::string eos)
       source_(std::move(source)),
       bos_(std::move(bos)),
       eos_(std::move(eos)),
-      tool_format_(tool_call_format(source_)) {}
+      tool_format_(tool_call_format(source_)),
+      system_role_(takes_system_role(template_, bos_, eos_)) {}
 
 std::optional<ChatPrompt> ChatPrompt::load(const Checkpoint& checkpoint, const Tokenizer& tokenizer) {
   std::optional<std::string> source;
@@ -136,7 +139,7 @@ std::string ChatPrompt::render(const json& messages, bool add_generation_prompt,
   for (std::size_t i = 0; i < messages.size(); ++i) checked.push_back(checked_message(messages[i], i));
   auto variables = nlohmann::ordered_json::parse(extra.dump());
   if (tool_format_ == ToolCallFormat::Generic) {
-    checked = generic_tool_messages(checked, tools ? tools->tools : nlohmann::ordered_json());
+    checked = generic_tool_messages(std::move(checked), tools ? tools->tools : nlohmann::ordered_json(), system_role_);
   } else if (tools) {
     variables["tools"] = tools->tools;
   }

@@ -35,6 +35,7 @@ class ChatPrompt {
   std::string bos_;
   std::string eos_;
   ToolCallFormat tool_format_;
+  bool system_role_;  // the template renders a system message
 };
 
 }  // namespace rf::server

@@ -1,6 +1,7 @@
 #pragma once
 // Typed, range-checked reads of a request's JSON fields. A missing or null field is "not given";
 // a field of the wrong type or out of range is a 400 naming it.
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -30,6 +31,28 @@ std::vector<std::int32_t> token_ids_field(const json& ids, const std::string& fi
 
 // A 400 naming `field`.
 [[noreturn]] void bad_field(const std::string& field, const std::string& why);
+
+// A message's content: a string, or an array of parts {"type": t, "text": "..."} with t among
+// `types`, joined; a 400 naming the part for any other (these models read text only).
+template <typename Json>
+std::string text_content(const Json& content, const std::string& where, std::initializer_list<std::string_view> types) {
+  if (content.is_string()) return content.template get<std::string>();
+  if (!content.is_array()) bad_field(where, "must be a string or an array of content parts");
+  std::string text;
+  for (std::size_t j = 0; j < content.size(); ++j) {
+    const auto& part = content[j];
+    const std::string at = where + "[" + std::to_string(j) + "]";
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if (std::find(types.begin(), types.end(), type) == types.end()) {
+      std::string names;
+      for (auto t : types) names += (names.empty() ? "" : " or ") + std::string(t);
+      bad_field(at + ".type", "must be " + names + ": this model reads text only");
+    }
+    if (!part.contains("text") || !part["text"].is_string()) bad_field(at + ".text", "must be a string");
+    text += part["text"].template get<std::string>();
+  }
+  return text;
+}
 
 // The bytes of `text` as a JSON array of numbers (a token's bytes, in OpenAI's logprobs and
 // llama-server's pieces).

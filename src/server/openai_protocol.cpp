@@ -218,11 +218,13 @@ std::string tool_call_id(const ToolCall& call, ToolCallFormat format) {
   return id;
 }
 
-std::string new_response_id(Api api) {
+std::string unique_id(const std::string& prefix) {
   static std::atomic<std::uint64_t> counter{0};
   static const std::uint64_t salt = std::random_device{}();
-  return fmt::format("{}-{:016x}{:08x}", api == Api::Chat ? "chatcmpl" : "cmpl", salt, ++counter);
+  return fmt::format("{}{:016x}{:08x}", prefix, salt, ++counter);
 }
+
+std::string new_response_id(Api api) { return unique_id(api == Api::Chat ? "chatcmpl-" : "cmpl-"); }
 
 json whole_response(const ResponseHeader& header, const std::vector<Generation>& generations, const ResponseOptions& options,
                     const Tokenizer& tokenizer) {

@@ -32,6 +32,8 @@ struct ResponseOptions {
 };
 
 std::string new_response_id(Api api);
+// `prefix` and a number no other id of this process has, salted per process.
+std::string unique_id(const std::string& prefix);
 
 // With tools, a parser for a reply (nullopt without: the reply is text).
 std::optional<ToolCallParser> tool_parser(const ResponseOptions& options);

@@ -1,8 +1,6 @@
 #include "server/responses_api.h"
 
-#include <atomic>
 #include <chrono>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -25,29 +23,9 @@ const std::initializer_list<std::string_view> kKnownFields = {
 const char* const kSampling[] = {"temperature", "top_p", "seed", "top_k", "min_p", "presence_penalty",
                                  "frequency_penalty", "repetition_penalty", "stream"};
 
-std::string new_id(const char* prefix) {
-  static std::atomic<std::uint64_t> counter{0};
-  static const std::uint64_t salt = std::random_device{}();
-  return fmt::format("{}_{:016x}{:08x}", prefix, salt, ++counter);
-}
+const std::initializer_list<std::string_view> kTextParts = {"input_text", "output_text", "text"};
 
-// A message's content: a string, or parts of input_text / output_text.
-std::string content_text(const ordered_json& content, const std::string& where) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) bad_field(where, "must be a string or an array of content parts");
-  std::string text;
-  for (std::size_t j = 0; j < content.size(); ++j) {
-    const auto& part = content[j];
-    const std::string at = fmt::format("{}[{}]", where, j);
-    const std::string type = part.is_object() ? part.value("type", "") : "";
-    if (type != "input_text" && type != "output_text" && type != "text") {
-      bad_field(at + ".type", "must be input_text or output_text: this model reads text only");
-    }
-    if (!part.contains("text") || !part["text"].is_string()) bad_field(at + ".text", "must be a string");
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
+std::string new_id(const char* prefix) { return unique_id(std::string(prefix) + "_"); }
 
 // `input`: a string (one user message) or items: messages, function calls and their outputs.
 ordered_json messages_of(const ordered_json& input) {
@@ -68,7 +46,7 @@ ordered_json messages_of(const ordered_json& input) {
         bad_field(where + ".role", "must be user, assistant, system or developer");
       }
       if (!item.contains("content")) bad_field(where + ".content", "is required");
-      messages.push_back({{"role", role}, {"content", content_text(item["content"], where + ".content")}});
+      messages.push_back({{"role", role}, {"content", text_content(item["content"], where + ".content", kTextParts)}});
     } else if (type == "function_call") {
       for (const char* key : {"call_id", "name", "arguments"}) {
         if (!item.contains(key) || !item[key].is_string()) bad_field(where + "." + key, "must be a string");
@@ -81,7 +59,7 @@ ordered_json messages_of(const ordered_json& input) {
     } else if (type == "function_call_output") {
       if (!item.contains("call_id") || !item["call_id"].is_string()) bad_field(where + ".call_id", "must be a string");
       if (!item.contains("output")) bad_field(where + ".output", "is required");
-      messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", content_text(item["output"], where + ".output")}});
+      messages.push_back({{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", text_content(item["output"], where + ".output", kTextParts)}});
     } else {
       bad_field(where + ".type", fmt::format("'{}' is not taken: give messages, function_call and function_call_output items "
                                              "(nothing is stored to refer to)", type));

@@ -158,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Formats, ToolCalls,
                          ::testing::Values(Case{"generic", nullptr, nullptr, 29},
                                            Case{"hermes", "qwen3", "qwen3.jinja", 29},
                                            Case{"mistral", "mistral", "mistral_nemo.jinja", 9},
-                                           Case{"llama3", "llama3", "llama3_1.jinja", 29}),
+                                           Case{"llama3", "llama3", "llama3_1.jinja", 29},
+                                           // Generic, on a template that refuses the system role.
+                                           Case{"gemma2", "gemma2", "google-gemma-2-2b-it.jinja", 29}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
