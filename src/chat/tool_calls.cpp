@@ -9,6 +9,7 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 
 constexpr std::string_view kSpace = " \t\r\n";
+constexpr std::string_view kMistralMarker = "[TOOL_CALLS]", kMistralArgs = "[ARGS]", kMistralCallId = "[CALL_ID]";
 
 struct Markers {
   std::string_view open;   // opens a call ("": the reply itself is the call)
@@ -19,7 +20,7 @@ struct Markers {
 Markers markers(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::Hermes: return {"<tool_call>", "</tool_call>", false};
-    case ToolCallFormat::Mistral: return {"[TOOL_CALLS]", "", false};
+    case ToolCallFormat::Mistral: return {kMistralMarker, "", false};
     case ToolCallFormat::Llama3: return {"<|python_tag|>", "", true};
     case ToolCallFormat::Generic: break;
   }
@@ -109,6 +110,31 @@ std::optional<ParsedReply> calls_from(const ordered_json& list, const std::vecto
   return reply;
 }
 
+// Mistral's v11 tokenizers (Mistral Small 3.2, Devstral, Magistral): after the first marker,
+// name[ARGS]{...} or name[CALL_ID]id[ARGS]{...}, each further call after a marker of its own.
+std::optional<ParsedReply> mistral_v11_calls(std::string_view text, const std::vector<std::string>& names) {
+  ParsedReply reply;
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t next = text.find(kMistralMarker, start);
+    const std::string_view piece = text.substr(start, next == std::string_view::npos ? text.npos : next - start);
+    const std::size_t args = piece.find(kMistralArgs);
+    if (args == std::string_view::npos) return std::nullopt;
+    std::string_view head = piece.substr(0, args);
+    ordered_json value = {{"arguments", parse_json(piece.substr(args + kMistralArgs.size())).value_or(nullptr)}};
+    if (const std::size_t id = head.find(kMistralCallId); id != std::string_view::npos) {
+      value["id"] = std::string(trimmed(head.substr(id + kMistralCallId.size())));
+      head = head.substr(0, id);
+    }
+    value["name"] = std::string(trimmed(head));
+    auto call = value["arguments"].is_object() ? call_from(value, names) : std::nullopt;
+    if (!call) return std::nullopt;
+    reply.calls.push_back(std::move(*call));
+    if (next == std::string_view::npos) break;
+    start = next + kMistralMarker.size();
+  }
+  return reply;
+}
+
 // A call's text (between its markers, or the whole reply) taken apart; nullopt when it is not one.
 std::optional<ParsedReply> parse_call(ToolCallFormat format, std::string_view text, const std::vector<std::string>& names) {
   if (format == ToolCallFormat::Llama3) {
@@ -122,6 +148,7 @@ std::optional<ParsedReply> parse_call(ToolCallFormat format, std::string_view te
     return reply;
   }
   const auto value = parse_json(text);
+  if (!value && format == ToolCallFormat::Mistral) return mistral_v11_calls(text, names);
   if (!value) return std::nullopt;
   if (format == ToolCallFormat::Mistral && value->is_array()) return calls_from(*value, names);
   if (format == ToolCallFormat::Generic) {
@@ -172,6 +199,12 @@ const char* to_string(ToolCallFormat format) {
 }
 
 std::string_view tool_call_marker(ToolCallFormat format) { return markers(format).open; }
+
+std::vector<std::string_view> tool_call_syntax(ToolCallFormat format) {
+  if (format == ToolCallFormat::Mistral) return {kMistralMarker, kMistralArgs, kMistralCallId};
+  const std::string_view marker = tool_call_marker(format);
+  return marker.empty() ? std::vector<std::string_view>{} : std::vector{marker};
+}
 
 ToolCallParser::ToolCallParser(ToolCallFormat format, std::vector<std::string> names, bool parallel, bool opened)
     : format_(format),

@@ -5,7 +5,9 @@
 //   Hermes (Qwen 2.5 and 3, Hermes 2 Pro): <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>,
 //     a block for each call, text around them.
 //   Mistral (v0.3, Nemo, Small, Mixtral 8x22B): [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
-//     after any text, to the end of the reply; a call may carry the model's own "id".
+//     after any text, to the end of the reply; a call may carry the model's own "id". Replies of
+//     v11 tokenizers (Small 3.2, Devstral, Magistral) are read too: [TOOL_CALLS]name[ARGS]{...}
+//     (or name[CALL_ID]id[ARGS]{...}) for each call. A required call is held to the list form.
 //   Llama 3.1 to 3.3: {"name": ..., "parameters": {...}} as the whole reply (after <|python_tag|>
 //     or not); several are separated by ';'.
 //   Generic, for templates that know no tools: the reply is {"tool_calls": [{"name": ...,
@@ -28,6 +30,9 @@ const char* to_string(ToolCallFormat format);
 // The text that opens a call ("" for Generic). Mistral's and Llama's are special tokens, which a
 // decoder must be told to keep (StreamDecoder's shown_special).
 std::string_view tool_call_marker(ToolCallFormat format);
+// Every piece of a format's call syntax that a vocabulary may hold as a special token: the marker,
+// and Mistral v11's [ARGS] and [CALL_ID].
+std::vector<std::string_view> tool_call_syntax(ToolCallFormat format);
 
 struct ToolCall {
   std::string id;         // the model's own (Mistral's may have one), else empty

@@ -104,9 +104,12 @@ void refuse_unimplemented(const json& body, std::size_t n, Api api) {
 
 // The special token that opens the format's calls, kept in the text so that the parser sees it.
 std::vector<std::int32_t> marker_tokens(ToolCallFormat format, const Tokenizer& tokenizer) {
-  const auto id = tokenizer.token_to_id(tool_call_marker(format));
-  if (!id || !tokenizer.is_special(*id)) return {};
-  return {*id};
+  std::vector<std::int32_t> shown;
+  for (const std::string_view text : tool_call_syntax(format)) {
+    const auto id = tokenizer.token_to_id(text);
+    if (id && tokenizer.is_special(*id)) shown.push_back(*id);
+  }
+  return shown;
 }
 
 }  // namespace

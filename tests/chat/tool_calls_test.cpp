@@ -90,6 +90,12 @@ const std::vector<Case>& cases() {
        "{\"name\": \"search\", \"arguments\": {\"query\": \"[TOOL_CALLS]\"}}]",
        {"Sure.", {{"get_weather", R"({"city":"Nice"})"}, {"search", R"({"query":"[TOOL_CALLS]"})"}}}},
       {ToolCallFormat::Mistral, "[TOOL_CALLS] [not json", {"[TOOL_CALLS] [not json", {}}},
+      // Mistral v11: a name and [ARGS] (and the model's [CALL_ID]) for each call.
+      {ToolCallFormat::Mistral,
+       "On it.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Nice\"}[TOOL_CALLS]search[CALL_ID]a1b2c3d4e[ARGS]{\"query\": \"[ARGS]\"}",
+       {"On it.", {{"get_weather", R"({"city":"Nice"})"}, {"search", R"({"query":"[ARGS]"})"}}}},
+      {ToolCallFormat::Mistral, "[TOOL_CALLS]rm_rf[ARGS]{}", {"[TOOL_CALLS]rm_rf[ARGS]{}", {}}},
+      {ToolCallFormat::Mistral, "[TOOL_CALLS]search[ARGS]{\"query\": ", {"[TOOL_CALLS]search[ARGS]{\"query\": ", {}}},
       {ToolCallFormat::Mistral, "[TOOL is a word, [TOOL_CALL too", {"[TOOL is a word, [TOOL_CALL too", {}}},
       // Llama 3: the whole reply is the call (after <|python_tag|> or not); ';' separates calls.
       {ToolCallFormat::Llama3, "  {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\", \"unit\": \"celsius\"}}",
