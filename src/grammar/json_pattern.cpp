@@ -1,6 +1,7 @@
 #include "grammar/json_pattern.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -379,12 +380,6 @@ std::optional<Node> without_empty(const Node& node) {
   return node;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : std::string(separator)) + item;
-  return out;
-}
-
 // A character in GBNF's escapes, for one not printable ASCII.
 std::string hex_escape(char32_t c) {
   if (c < 0x80) return fmt::format("\\x{:02X}", static_cast<unsigned>(c));
@@ -489,7 +484,7 @@ std::vector<std::string> escape_choices(const CharSet& set) {
     by_high_digit.push_back(fmt::format("\"{:x}\" {}", static_cast<unsigned>(high >> 4), plain_expression(normalized(low_digits))));
   }
   if (by_high_digit.size() == 1) choices.push_back(R"("\\u00" )" + by_high_digit[0]);
-  if (by_high_digit.size() > 1) choices.push_back(R"("\\u00" ()" + join(by_high_digit, " | ") + ")");
+  if (by_high_digit.size() > 1) choices.push_back(fmt::format(R"("\\u00" ({}))", fmt::join(by_high_digit, " | ")));
   return choices;
 }
 
@@ -499,7 +494,7 @@ std::string chars_expression(const CharSet& set) {
   std::vector<std::string> choices = escape_choices(set);
   if (choices.empty()) return plain_expression(plain);
   if (!plain.empty()) choices.insert(choices.begin(), plain_expression(plain));
-  return fmt::format("({})", join(choices, " | "));
+  return fmt::format("({})", fmt::join(choices, " | "));
 }
 
 std::string expression(const Node& node);
@@ -541,7 +536,7 @@ std::string sequence_expression(const std::vector<Node>& parts) {
     items.push_back(expression(part));
   }
   if (!run.empty()) items.push_back(gbnf_literal(run));
-  return items.empty() ? R"("")" : join(items, " ");
+  return items.empty() ? R"("")" : fmt::format("{}", fmt::join(items, " "));
 }
 
 std::string expression(const Node& node) {
@@ -552,7 +547,7 @@ std::string expression(const Node& node) {
     case Node::Kind::Choice: {
       std::vector<std::string> choices;
       for (const Node& part : node.parts) choices.push_back(expression(part));
-      return fmt::format("({})", join(choices, " | "));
+      return fmt::format("({})", fmt::join(choices, " | "));
     }
   }
   return {};
@@ -568,7 +563,7 @@ std::string branch_expression(const Branch& branch) {
   if (!empty_body) items.push_back(expression(branch.body));
   // One run of any characters serves both sides of an empty body.
   if (!branch.at_end && (items.empty() || items.back() != kAnyChars)) items.emplace_back(kAnyChars);
-  return items.empty() ? R"("")" : join(items, " ");
+  return items.empty() ? R"("")" : fmt::format("{}", fmt::join(items, " "));
 }
 
 }  // namespace
@@ -576,7 +571,7 @@ std::string branch_expression(const Branch& branch) {
 std::string json_pattern_expression(std::string_view pattern) {
   std::vector<std::string> choices;
   for (const Branch& branch : PatternParser(pattern).parse()) choices.push_back(branch_expression(branch));
-  return fmt::format("({})", join(choices, " | "));
+  return fmt::format("({})", fmt::join(choices, " | "));
 }
 
 }  // namespace rf::grammar

@@ -1,6 +1,7 @@
 #include "grammar/json_schema.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -103,6 +104,9 @@ std::string literal(std::string_view bytes) {
 
 std::string json_literal(const json& value) { return literal(value.dump(-1, ' ', false)) + " ws"; }
 
+// Integers take at most 16 digits, as number_range.h's grammars write them.
+constexpr double kLargestInteger = 1e16;
+
 class SchemaCompiler {
  public:
   explicit SchemaCompiler(const json& root) : root_(root) {}
@@ -171,7 +175,7 @@ class SchemaCompiler {
     if (type->is_array()) {
       std::vector<std::string> choices;
       for (const auto& one : *type) choices.push_back(typed(schema, one, base, where));
-      return fmt::format("({})", join(choices));
+      return fmt::format("({})", fmt::join(choices, " | "));
     }
     return typed(schema, *type, base, where);
   }
@@ -224,7 +228,7 @@ class SchemaCompiler {
     if (!values.is_array() || values.empty()) unsupported(where, "enum must be a non-empty list");
     std::vector<std::string> choices;
     for (const auto& v : values) choices.push_back(json_literal(v));
-    return fmt::format("({})", join(choices));
+    return fmt::format("({})", fmt::join(choices, " | "));
   }
 
   std::string alternatives(const json& schemas, const std::string& base, const std::string& where) {
@@ -233,13 +237,7 @@ class SchemaCompiler {
     for (std::size_t i = 0; i < schemas.size(); ++i) {
       choices.push_back(visit(schemas[i], fmt::format("{}-{}", base, i), fmt::format("{}/{}", where, i)));
     }
-    return fmt::format("({})", join(choices));
-  }
-
-  static std::string join(const std::vector<std::string>& choices) {
-    std::string out;
-    for (const auto& c : choices) out += (out.empty() ? "" : " | ") + c;
-    return out;
+    return fmt::format("({})", fmt::join(choices, " | "));
   }
 
   static std::optional<int> count(const json& schema, const char* key, const std::string& where) {
@@ -302,7 +300,7 @@ class SchemaCompiler {
       const char* key = bound_keyword(lower, exclusive);
       const auto it = schema.find(key);
       if (it == schema.end()) continue;
-      if (!it->is_number() || std::abs(it->get<double>()) >= 1e16) {
+      if (!it->is_number() || std::abs(it->get<double>()) >= kLargestInteger) {
         unsupported(where, fmt::format("{} must be a number of at most 16 digits", key));
       }
       const double v = it->get<double>();
@@ -372,18 +370,17 @@ class SchemaCompiler {
         if (v >= *low) listed.push_back(fmt::format("\"{}\"", v));
       }
       if (listed.empty()) unsupported(where, "no multiple of multipleOf lies within its minimum and maximum");
-      return add_rule(base, fmt::format("({}) ws", join(listed)));
+      return add_rule(base, fmt::format("({}) ws", fmt::join(listed, " | ")));
     }
     std::vector<std::string> states;  // named before written: they refer to each other
     for (long long r = 0; r < step; ++r) states.push_back(add_rule(fmt::format("{}-mod-{}", base, r), ""));
-    auto state = [&](long long r) { return states[r]; };
     // The digits that take remainder r to each next one, as a class.
     auto moves = [&](long long r, int first_digit) {
       std::map<long long, std::string> digits;
       for (int d = first_digit; d <= 9; ++d) digits[(10 * r + d) % step] += static_cast<char>('0' + d);
       std::vector<std::string> out;
-      for (const auto& [next, set] : digits) out.push_back(fmt::format("[{}] {}", set, state(next)));
-      return join(out);
+      for (const auto& [next, set] : digits) out.push_back(fmt::format("[{}] {}", set, states[next]));
+      return fmt::format("{}", fmt::join(out, " | "));
     };
     for (long long r = 0; r < step; ++r) rules_[states[r]] = (r == 0 ? "\"\" | " : "") + moves(r, 0);
     const std::string zero = !low || *low == 0 ? "\"0\" | " : "";

@@ -1,6 +1,7 @@
 #include "grammar/number_range.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <vector>
@@ -10,12 +11,6 @@
 namespace rf::grammar {
 
 namespace {
-
-std::string join(const std::vector<std::string>& choices) {
-  std::string out;
-  for (const auto& c : choices) out += (out.empty() ? "" : " | ") + c;
-  return out;
-}
 
 // GBNF for the decimal digits of the numbers of equal length from `low` to `high` (as strings).
 void same_length_digits(const std::string& low, const std::string& high, const std::string& prefix,
@@ -66,7 +61,7 @@ struct FractionDigits {
   // GBNF for D following what came before: optional when it may be empty.
   std::string suffix() const {
     if (alternatives.empty()) return "";
-    return fmt::format(" ({}){}", join(alternatives), empty_ok ? "?" : "");
+    return fmt::format(" ({}){}", fmt::join(alternatives, " | "), empty_ok ? "?" : "");
   }
 };
 
@@ -107,7 +102,7 @@ void magnitudes(const NumberBound& lo, const std::optional<NumberBound>& hi, con
                 std::vector<std::string>& out) {
   auto add = [&](const std::string& integral, const FractionDigits& fraction) {
     if (fraction.empty_ok) out.push_back(sign + integral);
-    if (!fraction.alternatives.empty()) out.push_back(fmt::format("{}{} \".\" ({})", sign, integral, join(fraction.alternatives)));
+    if (!fraction.alternatives.empty()) out.push_back(fmt::format("{}{} \".\" ({})", sign, integral, fmt::join(fraction.alternatives, " | ")));
   };
   auto literal = [](const std::string& digits) { return fmt::format("\"{}\"", digits); };
   const long long low = std::stoll(lo.value.integral);
@@ -120,7 +115,7 @@ void magnitudes(const NumberBound& lo, const std::optional<NumberBound>& hi, con
   }
   add(literal(lo.value.integral), fraction_digits(lo_fraction, lo.exclusive, std::nullopt, false));
   if (low + 1 <= high - (hi ? 1 : 0)) {
-    add(fmt::format("({})", join(digit_ranges(low + 1, high - (hi ? 1 : 0)))), kAnyFraction);
+    add(fmt::format("({})", fmt::join(digit_ranges(low + 1, high - (hi ? 1 : 0)), " | ")), kAnyFraction);
   }
   if (hi) add(literal(hi->value.integral), fraction_digits(std::nullopt, false, hi->value.fraction, hi->exclusive));
 }
@@ -202,7 +197,7 @@ std::optional<std::string> integer_range(std::optional<long long> low, std::opti
   if (!high || *high >= 0) {
     for (auto& c : digit_ranges(low && *low > 0 ? *low : 0, high ? *high : kMostIntegral)) choices.push_back(c);
   }
-  return join(choices);
+  return fmt::format("{}", fmt::join(choices, " | "));
 }
 
 std::optional<std::string> number_range(const std::optional<NumberBound>& low, const std::optional<NumberBound>& high) {
@@ -216,7 +211,7 @@ std::optional<std::string> number_range(const std::optional<NumberBound>& low, c
     magnitudes(lo, low ? std::optional(magnitude_of(*low)) : std::nullopt, "\"-\" ", out);
   }
   if (out.empty()) return std::nullopt;
-  return join(out);
+  return fmt::format("{}", fmt::join(out, " | "));
 }
 
 }  // namespace rf::grammar

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -72,7 +71,7 @@ void read_in(const void* data, std::size_t bytes) {
   // Read-ahead starts at once for the whole range; the loop then waits for each page in turn.
   ::madvise(reinterpret_cast<void*>(first), end - first, MADV_WILLNEED);
   unsigned char sum = 0;
-  for (std::uintptr_t at = std::max(first, begin); at < end; at = (at / page + 1) * page) {
+  for (std::uintptr_t at = begin; at < end; at = (at / page + 1) * page) {
     sum ^= *reinterpret_cast<const volatile unsigned char*>(at);
   }
   (void)sum;
