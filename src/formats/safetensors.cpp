@@ -13,6 +13,7 @@
 #include <span>
 
 #include "formats/detail.h"
+#include "formats/json_file.h"
 #include "util/error.h"
 
 namespace rf {
@@ -65,12 +66,8 @@ std::uint64_t shape_bytes(const std::string& context, const std::vector<std::uin
 // header can nest deeply enough to overflow the stack.
 std::string show(const json& v) { return v.is_primitive() ? v.dump() : fmt::format("a JSON {}", v.type_name()); }
 
-json parse_json(const std::string& path, std::span<const std::uint8_t> text, std::string_view what) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    fail("{}: {} is not valid JSON: {}", path, what, e.what());
-  }
+json parse_json_bytes(const std::string& path, std::span<const std::uint8_t> text, std::string_view what) {
+  return parse_json({reinterpret_cast<const char*>(text.data()), text.size()}, path, what);
 }
 
 std::map<std::string, std::string> read_metadata(const std::string& path, const json& entry) {
@@ -170,7 +167,7 @@ std::uint64_t read_header_length(const MappedFile& file) {
 // Shard file name of each tensor, from the "weight_map" of model.safetensors.index.json.
 std::map<std::string, std::string> read_weight_map(const std::string& index_path) {
   const MappedFile file(index_path);
-  const auto index = parse_json(index_path, file.bytes(0, file.size(), "index"), "the index");
+  const auto index = parse_json_bytes(index_path, file.bytes(0, file.size(), "index"), "the index");
   const auto weight_map = index.find("weight_map");  // end() for a non-object too
   if (weight_map == index.end() || !weight_map->is_object()) fail("{}: has no \"weight_map\" object", index_path);
   std::map<std::string, std::string> shards;
@@ -219,7 +216,7 @@ std::vector<std::unique_ptr<SafetensorsFile>> open_files(const std::string& fold
 
 SafetensorsFile::SafetensorsFile(const std::string& path, OtherDTypes other) : file_(path) {
   const auto header_length = read_header_length(file_);
-  const auto header = parse_json(path, file_.bytes(kHeaderLengthBytes, header_length, "JSON header"), "the header");
+  const auto header = parse_json_bytes(path, file_.bytes(kHeaderLengthBytes, header_length, "JSON header"), "the header");
   if (!header.is_object()) fail("{}: the header is not a JSON object", path);
   const auto data_start = kHeaderLengthBytes + header_length;
   const auto data = file_.bytes(data_start, file_.size() - data_start, "data section");

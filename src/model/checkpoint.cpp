@@ -1,13 +1,16 @@
 #include "model/checkpoint.h"
 
+#include <climits>
+#include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "formats/json_file.h"
 #include "formats/safetensors.h"
 #include "util/error.h"
+#include "util/numeric_fit.h"
 
 namespace rf {
 
@@ -16,20 +19,10 @@ using nlohmann::json;
 
 namespace {
 
-json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot open", path.string());
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    fail("{}: invalid JSON: {}", path.string(), e.what());
-  }
-}
-
 GenerationDefaults read_generation_config(const fs::path& path, std::vector<std::int32_t>& eos_ids) {
   GenerationDefaults g;
   if (!fs::exists(path)) return g;
-  const json j = read_json_file(path);
+  const json j = read_json_file(path.string());
   if (!j.is_object()) fail("{}: expected a JSON object", path.string());
   auto number = [&](const char* key) -> std::optional<double> {
     auto it = j.find(key);
@@ -41,13 +34,20 @@ GenerationDefaults read_generation_config(const fs::path& path, std::vector<std:
   g.top_p = number("top_p");
   g.min_p = number("min_p");
   g.repetition_penalty = number("repetition_penalty");
-  if (auto k = number("top_k")) g.top_k = static_cast<int>(*k);
+  if (auto k = number("top_k")) {
+    if (*k < 0 || *k != std::floor(*k) || !fits_in<int>(*k)) {
+      fail("{}: \"top_k\" must be a whole number from 0 to {}, got {}", path.string(), INT_MAX, *k);
+    }
+    g.top_k = static_cast<int>(*k);
+  }
   if (auto it = j.find("do_sample"); it != j.end() && it->is_boolean()) g.do_sample = it->get<bool>();
   // generation_config.json's eos ids (often a list with end-of-turn tokens) take precedence.
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
     eos_ids.clear();
     for (const auto& id : it->is_array() ? *it : json::array({*it})) {
-      if (!id.is_number_integer()) fail("{}: \"eos_token_id\" must hold token ids", path.string());
+      if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX) {
+        fail("{}: \"eos_token_id\" must hold token ids, got {}", path.string(), id.dump());
+      }
       eos_ids.push_back(id.get<std::int32_t>());
     }
   }
@@ -68,7 +68,7 @@ Checkpoint Checkpoint::load(const std::string& path) {
     ckpt.format_ = CheckpointFormat::HuggingFace;
     const fs::path config_path = folder / "config.json";
     if (!fs::exists(config_path)) fail("{}: no config.json: not a Hugging Face model folder", path);
-    ckpt.config_ = config_from_hf(read_json_file(config_path), config_path.string());
+    ckpt.config_ = config_from_hf(read_json_file(config_path.string()), config_path.string());
     ckpt.generation_ = read_generation_config(folder / "generation_config.json", ckpt.config_.eos_token_ids);
     ckpt.tokenizer_json_ = (folder / "tokenizer.json").string();
     ckpt.safetensors_ = std::make_unique<SafetensorsSet>(path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "formats/tensor.h"
 #include "util/error.h"
 #include "util/half.h"
+#include "util/numeric_fit.h"
 
 namespace rf {
 
@@ -90,7 +92,9 @@ std::vector<std::int32_t> json_token_ids(const json& j, const char* key, const s
   std::vector<std::int32_t> ids;
   if (!v) return ids;
   auto add = [&](const json& item) {
-    if (!item.is_number_integer()) fail("{}: \"{}\" must hold token ids, got {}", source, key, v->dump());
+    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > INT32_MAX) {
+      fail("{}: \"{}\" must hold token ids, got {}", source, key, v->dump());
+    }
     ids.push_back(item.get<std::int32_t>());
   };
   if (v->is_array()) {
@@ -146,7 +150,9 @@ std::vector<float> json_floats(const json& j, const char* key, const std::string
   if (!v || !v->is_array()) fail("{}: rope scaling needs a list \"{}\"", source, key);
   std::vector<float> values;
   for (const json& item : *v) {
-    if (!item.is_number()) fail("{}: \"{}\" must hold numbers, got {}", source, key, item.dump());
+    if (!item.is_number() || !fits_in<float>(item.get<double>())) {
+      fail("{}: \"{}\" must hold numbers within a 32-bit float's range, got {}", source, key, item.dump());
+    }
     values.push_back(item.get<float>());
   }
   return values;
@@ -566,7 +572,10 @@ ModelConfig config_from_gguf(const GgufFile& gguf) {
     c.vocab_size = static_cast<int>(gguf.tensor("token_embd.weight").dims.at(1));
   }
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
-  if (auto eos = gguf.get_uint_opt("tokenizer.ggml.eos_token_id")) c.eos_token_ids.push_back(static_cast<int>(*eos));
+  if (auto eos = gguf.get_uint_opt("tokenizer.ggml.eos_token_id")) {
+    if (*eos > INT32_MAX) fail("{}: tokenizer.ggml.eos_token_id = {} is not a token id", gguf.path(), *eos);
+    c.eos_token_ids.push_back(static_cast<int>(*eos));
+  }
   if (is_gemma(c.arch)) read_gguf_gemma(gguf, arch, c);
   if (c.arch == Arch::Phi3) read_gguf_phi3(gguf, arch, c);
   read_gguf_moe(gguf, arch, c);

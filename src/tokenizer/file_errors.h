@@ -5,12 +5,11 @@
 #include <string>
 #include <string_view>
 
+#include "formats/json_file.h"  // read_json_file, which the loaders use beside read_text_file
 #include "util/error.h"
-#include "util/text_file.h"  // read_text_file, which the loaders use beside read_json_file
+#include "util/text_file.h"
 
 namespace rf {
-
-nlohmann::json read_json_file(const std::string& path);  // throws naming the file if it is not JSON
 
 // Runs `step` (returning what it returns) so that any error it throws names `path`.
 template <typename Step>

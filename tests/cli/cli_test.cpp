@@ -222,6 +222,20 @@ TEST(Cli, BrokenHuggingFaceFolderFailsCleanly) {
   expect_clean_failure("generate -m " + folder.string() + " -p hi", "model.safetensors");
 }
 
+// A number no double holds (nlohmann's out_of_range) in any of a folder's JSON files used to abort
+// info, generate and serve with "terminate called" (issue #29). info reads no tokenizer.
+TEST(Cli, NumberBeyondADoubleInAnyJsonFileFailsCleanly) {
+  const fs::path folder = scratch_file("huge_number_hf");
+  for (const char* file : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}) {
+    fs::remove_all(folder);
+    fs::copy(kModels + "qwen2", folder);
+    std::ofstream(folder / file) << R"({"max_position_embeddings": 1e400})";
+    const std::string needle = (folder / file).string() + ": the file is not valid JSON";
+    if (!std::string_view(file).starts_with("tokenizer")) expect_clean_failure("info -m " + folder.string(), needle);
+    expect_clean_failure("generate -m " + folder.string() + " -p hi -n 1", needle);
+  }
+}
+
 TEST(Cli, BadArgumentsFailCleanly) {
   expect_clean_failure("generate -m " + kModels + "qwen2 -p hi --temp -1", "temperature");
   expect_clean_failure("generate -m " + kModels + "qwen2 -p hi --device cuda", "CUDA");

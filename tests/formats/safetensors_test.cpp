@@ -129,6 +129,14 @@ TEST_F(SafetensorsTest, RejectsInvalidJson) {
   EXPECT_RF_ERROR(SafetensorsFile{p}, p, "the header is not valid JSON");
 }
 
+// nlohmann throws out_of_range, not parse_error, for a number no double holds: it must still be
+// an rf::Error naming the file, never an exception that ends the process.
+TEST_F(SafetensorsTest, RejectsANumberBeyondADouble) {
+  const auto p = path("overflow.safetensors");
+  save_raw(p, R"({"w": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})", 4);
+  EXPECT_RF_ERROR(SafetensorsFile{p}, p, "the header is not valid JSON: [json.exception.out_of_range.406]");
+}
+
 TEST_F(SafetensorsTest, RejectsHeaderThatIsNotAnObject) {
   const auto p = path("array.safetensors");
   save_raw(p, "[1, 2]", 0);
@@ -299,6 +307,11 @@ TEST_F(SafetensorsTest, SetRejectsATensorInTwoShards) {
 TEST_F(SafetensorsTest, SetRejectsABadIndex) {
   test::write_text(path("model.safetensors.index.json"), R"({"metadata": {}})");
   EXPECT_RF_ERROR(SafetensorsSet{dir().string()}, path("model.safetensors.index.json"), "has no \"weight_map\" object");
+}
+
+TEST_F(SafetensorsTest, SetRejectsAnIndexWithANumberBeyondADouble) {
+  test::write_text(path("model.safetensors.index.json"), R"({"metadata": {"total_size": 1e400}, "weight_map": {}})");
+  EXPECT_RF_ERROR(SafetensorsSet{dir().string()}, path("model.safetensors.index.json"), "the index is not valid JSON");
 }
 
 TEST_F(SafetensorsTest, SetRejectsAFolderWithoutCheckpoint) {

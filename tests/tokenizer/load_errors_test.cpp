@@ -62,7 +62,10 @@ TEST(TokenizerLoadErrors, MissingFile) {
 }
 
 TEST(TokenizerLoadErrors, InvalidJson) {
-  EXPECT_THAT(load_error("invalid_json", R"({"model": {"vocab": )"), AllOf(HasSubstr("tokenizer.json"), HasSubstr("invalid JSON")));
+  EXPECT_THAT(load_error("invalid_json", R"({"model": {"vocab": )"), AllOf(HasSubstr("tokenizer.json"), HasSubstr("is not valid JSON")));
+  // A number no double holds is nlohmann's out_of_range, which must not escape as another exception.
+  EXPECT_THAT(load_error("huge_number", R"({"version": 1e400})"),
+              AllOf(HasSubstr("tokenizer.json: the file is not valid JSON"), HasSubstr("out_of_range")));
   EXPECT_THAT(load_error("not_object", "[1, 2]"), AllOf(HasSubstr("tokenizer.json"), HasSubstr("must be a JSON object")));
 }
 
@@ -133,7 +136,9 @@ TEST(TokenizerLoadErrors, MalformedStages) {
 
 TEST(TokenizerLoadErrors, BadTokenizerConfigNamesThatFile) {
   const std::string tokenizer = minimal_tokenizer().dump();
-  EXPECT_THAT(load_error("config_json", tokenizer, "{oops"), AllOf(HasSubstr("tokenizer_config.json"), HasSubstr("invalid JSON")));
+  EXPECT_THAT(load_error("config_json", tokenizer, "{oops"), AllOf(HasSubstr("tokenizer_config.json"), HasSubstr("is not valid JSON")));
+  EXPECT_THAT(load_error("config_huge_number", tokenizer, R"({"model_max_length": 1e400})"),
+              HasSubstr("tokenizer_config.json: the file is not valid JSON"));
   EXPECT_THAT(load_error("config_bos", tokenizer, R"({"bos_token": "<nope>"})"),
               AllOf(HasSubstr("tokenizer_config.json"), HasSubstr("bos_token '<nope>' is not in the vocabulary")));
   EXPECT_THAT(load_error("config_add_eos", tokenizer, R"({"add_eos_token": true})"),

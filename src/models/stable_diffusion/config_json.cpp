@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "formats/json_file.h"
 #include "util/error.h"
+#include "util/numeric_fit.h"
 
 namespace rf::stable_diffusion {
 
@@ -23,15 +24,7 @@ class JsonFields {
     if (!doc_.is_object()) fail("{}: is not a JSON object", source_);
   }
 
-  static JsonFields read(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) fail("{}: cannot be read", path);
-    try {
-      return {json::parse(in), path};
-    } catch (const json::parse_error& e) {
-      fail("{}: is not valid JSON: {}", path, e.what());
-    }
-  }
+  static JsonFields read(const std::string& path) { return {read_json_file(path), path}; }
 
   const std::string& source() const { return source_; }
 
@@ -50,6 +43,12 @@ class JsonFields {
     const json* v = find(key);
     if (v && !v->is_number()) fail("{}: \"{}\" is {}, expected a number", source_, key, v->dump());
     return v ? v->get<double>() : fallback;
+  }
+
+  float float_number(const char* key, float fallback) const {
+    const double x = number(key, fallback);
+    if (!fits_in<float>(x)) fail("{}: \"{}\" is {}, beyond a 32-bit float's range", source_, key, x);
+    return static_cast<float>(x);
   }
 
   bool boolean(const char* key, bool fallback) const {
@@ -203,9 +202,9 @@ UnetConfig read_unet_config(const JsonFields& f) {
   c.linear_projection = f.boolean("use_linear_projection", false);
   c.upcast_attention = f.boolean("upcast_attention", false);
   c.norm_groups = f.integer("norm_num_groups", 32);
-  c.norm_eps = static_cast<float>(f.number("norm_eps", 1e-5));
+  c.norm_eps = f.float_number("norm_eps", 1e-5);
   c.flip_sin_to_cos = f.boolean("flip_sin_to_cos", true);
-  c.freq_shift = static_cast<float>(f.number("freq_shift", 0));
+  c.freq_shift = f.float_number("freq_shift", 0);
   c.sample_size = f.integer("sample_size", c.sample_size);
   if (f.find("addition_embed_type")) {
     f.expect("addition_embed_type", "text_time");
@@ -242,8 +241,8 @@ VaeConfig read_vae(const JsonFields& f, VaeConfig c) {
   if (f.boolean("use_post_quant_conv", c.quant_conv) != c.quant_conv) {
     fail("{}: use_quant_conv and use_post_quant_conv differ; rocmforge runs VAEs with both or neither", f.source());
   }
-  c.scaling_factor = static_cast<float>(f.number("scaling_factor", c.scaling_factor));
-  c.shift_factor = static_cast<float>(f.number("shift_factor", c.shift_factor));
+  c.scaling_factor = f.float_number("scaling_factor", c.scaling_factor);
+  c.shift_factor = f.float_number("shift_factor", c.shift_factor);
   c.force_upcast = f.boolean("force_upcast", c.force_upcast);
   c.sample_size = f.integer("sample_size", c.sample_size);
   return c;
@@ -268,7 +267,7 @@ ClipTextConfig read_clip_config(const JsonFields& f, bool projection, ClipPaddin
   c.heads = f.integer("num_attention_heads", 8);
   c.intermediate = f.integer("intermediate_size", 2048);
   c.max_positions = f.integer("max_position_embeddings", 77);
-  c.layer_norm_eps = static_cast<float>(f.number("layer_norm_eps", 1e-5));
+  c.layer_norm_eps = f.float_number("layer_norm_eps", 1e-5);
   const auto activation = f.string("hidden_act", "quick_gelu");
   if (activation != "quick_gelu" && activation != "gelu") {
     fail("{}: \"hidden_act\" is {}; rocmforge runs quick_gelu and gelu", f.source(), activation);

@@ -102,6 +102,21 @@ TEST_F(SdCheckpointErrors, FolderConfigsOutsideWhatRocmforgeRuns) {
   EXPECT_RF_ERROR(open(copy), copy + "/model_index.json", "pipeline StableDiffusion3Pipeline is of an architecture");
 }
 
+// A number no double holds used to escape as nlohmann's out_of_range; one no float holds was cast
+// to float unchecked (undefined behaviour). Both are errors naming the file (issue #29).
+TEST_F(SdCheckpointErrors, NumbersBeyondTheirTypes) {
+  const auto copy = folder_copy("sd15");
+  const std::string vae = copy + "/vae/config.json";
+  auto j = fixture::read_json(vae);
+  j["scaling_factor"] = 1e300;
+  std::ofstream(vae) << j.dump();
+  EXPECT_RF_ERROR(open(copy), vae, "\"scaling_factor\" is 1e+300, beyond a 32-bit float's range");
+  std::string text = j.dump();
+  text.replace(text.find("1e+300"), 6, "1e400");
+  std::ofstream(vae) << text;
+  EXPECT_RF_ERROR(open(copy), vae, "the file is not valid JSON: [json.exception.out_of_range.406]");
+}
+
 // The folder's shapes must agree with its configs: a head count that does not divide the width
 // fails before any tensor is read.
 TEST_F(SdCheckpointErrors, InconsistentConfig) {
