@@ -40,7 +40,8 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
+std::unique_ptr<ActiveSequence> Scheduler::admissible(GenerationRequest request,
+                                                     const std::shared_ptr<RequestChannel>& channel) const {
   const auto& prompt = request.prompt;
   if (prompt.empty()) fail("the prompt is empty: nothing to generate from");
   const int vocab = runner_.config().vocab_size;
@@ -54,17 +55,33 @@ std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
   for (const auto& [id, bias] : request.options.sampling.logit_bias) {
     if (id < 0 || id >= vocab) fail("logit_bias names token id {}, outside the vocabulary (0..{})", id, vocab - 1);
   }
-  auto channel = std::make_shared<RequestChannel>();
   // Built here, on the caller's thread, so that bad sampling values throw to the caller.
-  auto sequence = std::make_unique<ActiveSequence>(std::move(request), channel, runner_.tokenizer(), options_.max_context);
+  return std::make_unique<ActiveSequence>(std::move(request), channel, runner_.tokenizer(), options_.max_context);
+}
+
+std::shared_ptr<RequestChannel> Scheduler::submit(GenerationRequest request) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  auto channels = submit_all(std::move(one));
+  return channels.empty() ? nullptr : std::move(channels.front());
+}
+
+std::vector<std::shared_ptr<RequestChannel>> Scheduler::submit_all(std::vector<GenerationRequest> requests) {
+  std::vector<std::shared_ptr<RequestChannel>> channels;
+  std::vector<std::unique_ptr<ActiveSequence>> sequences;
+  for (auto& request : requests) {
+    channels.push_back(std::make_shared<RequestChannel>());
+    sequences.push_back(admissible(std::move(request), channels.back()));
+  }
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || admitted_ >= options_.max_running + options_.max_queued) return nullptr;
-    ++admitted_;
-    incoming_.push_back(std::move(sequence));
+    if (stopping_ || admitted_ + static_cast<int>(sequences.size()) > capacity()) return {};
+    admitted_ += static_cast<int>(sequences.size());
+    for (auto& sequence : sequences) incoming_.push_back(std::move(sequence));
+    metrics_.waiting += static_cast<int>(sequences.size());  // seen before the engine thread takes them
   }
   wake_.notify_one();
-  return channel;
+  return channels;
 }
 
 std::future<std::vector<float>> Scheduler::embed(std::vector<std::int32_t> tokens, Pooling pooling, bool normalize) {
@@ -82,7 +99,7 @@ std::future<std::vector<float>> Scheduler::embed(std::vector<std::int32_t> token
   auto result = job->result.get_future();
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || static_cast<int>(incoming_embeddings_.size()) >= options_.max_queued + options_.max_running) return {};
+    if (stopping_ || static_cast<int>(incoming_embeddings_.size()) >= capacity()) return {};
     incoming_embeddings_.push_back(std::move(job));
   }
   wake_.notify_one();
@@ -405,7 +422,10 @@ void Scheduler::forget(std::size_t sequences) {
 
 void Scheduler::publish_state() {
   const auto& blocks = runner_.blocks();
-  metrics_.waiting = static_cast<int>(waiting_.size());
+  {
+    std::lock_guard lock(mutex_);  // requests submitted since the loop took the incoming ones wait too
+    metrics_.waiting = static_cast<int>(waiting_.size() + incoming_.size());
+  }
   metrics_.running = static_cast<int>(running_.size());
   metrics_.kv_blocks_total = blocks.total_blocks();
   metrics_.kv_blocks_used = blocks.total_blocks() - blocks.free_blocks();

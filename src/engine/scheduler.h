@@ -42,6 +42,10 @@ class Scheduler {
   // Queues a request. Throws rf::Error for one that can never run (empty, too long, bad
   // sampling values); returns null when the queue is full.
   std::shared_ptr<RequestChannel> submit(GenerationRequest request);
+  // Queues one call's requests (a client's prompts times n) all or none: each is checked as
+  // submit() checks it before any is queued, and none is when the queue lacks room for all, so
+  // that an oversized call never holds places it cannot use (the result is then empty).
+  std::vector<std::shared_ptr<RequestChannel>> submit_all(std::vector<GenerationRequest> requests);
 
   // Queues an embedding of `tokens`: their final hidden states, pooled. It runs on the engine
   // thread between generation steps, batched with the other embeddings waiting (up to step_tokens
@@ -51,6 +55,7 @@ class Scheduler {
 
   int max_context() const { return options_.max_context; }
   int max_running() const { return options_.max_running; }
+  int capacity() const { return options_.max_running + options_.max_queued; }  // requests held at once
   const EngineMetrics& metrics() const { return metrics_; }
 
  private:
@@ -68,6 +73,9 @@ class Scheduler {
     std::size_t count;  // tokens it runs this step
   };
 
+  // The checks of submit(), and the sequence it would queue.
+  std::unique_ptr<ActiveSequence> admissible(GenerationRequest request,
+                                             const std::shared_ptr<RequestChannel>& channel) const;
   void run();
   void run_embeddings();  // one step of the embeddings in hand, if any
   void step();

@@ -1,5 +1,7 @@
 #include "server/model_service.h"
 
+#include <algorithm>
+
 #include "grammar/gbnf.h"
 #include "server/api_error.h"
 #include "util/error.h"
@@ -19,16 +21,23 @@ ModelService::ModelService(std::unique_ptr<ModelRunner> runner, std::string id, 
       scheduler_(*runner_, options) {}
 
 std::shared_ptr<RequestChannel> ModelService::submit(GenerationRequest request) {
-  const std::size_t prompt_tokens = request.prompt.size();
-  std::shared_ptr<RequestChannel> channel;
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return std::move(submit_all(std::move(one)).front());
+}
+
+std::vector<std::shared_ptr<RequestChannel>> ModelService::submit_all(std::vector<GenerationRequest> requests) {
+  std::size_t longest_prompt = 0;
+  for (const auto& request : requests) longest_prompt = std::max(longest_prompt, request.prompt.size());
+  std::vector<std::shared_ptr<RequestChannel>> channels;
   try {
-    channel = scheduler_.submit(std::move(request));
+    channels = scheduler_.submit_all(std::move(requests));
   } catch (const Error& e) {
-    const bool too_long = prompt_tokens >= static_cast<std::size_t>(scheduler_.max_context());
+    const bool too_long = longest_prompt >= static_cast<std::size_t>(scheduler_.max_context());
     throw ApiError(400, e.what(), "", too_long ? "context_length_exceeded" : "");
   }
-  if (!channel) throw ApiError(429, "the server is busy: too many requests are waiting; retry later", "", "queue_full");
-  return channel;
+  if (channels.empty()) throw ApiError(429, "the server is busy: too many requests are waiting; retry later", "", "queue_full");
+  return channels;
 }
 
 std::shared_ptr<const grammar::TokenGrammar> ModelService::grammar(const std::string& gbnf) {

@@ -37,6 +37,9 @@ class ModelService {
 
   // Queues a request; ApiError 400 for one that can never run, 429 when the queue is full.
   std::shared_ptr<RequestChannel> submit(GenerationRequest request);
+  // Queues one call's requests all or none (Scheduler::submit_all), with submit()'s errors.
+  std::vector<std::shared_ptr<RequestChannel>> submit_all(std::vector<GenerationRequest> requests);
+  int capacity() const { return scheduler_.capacity(); }  // requests running and waiting at most
 
   // A grammar for constrained decoding, compiled for this model's vocabulary; requests with the
   // same grammar share one (and its cache of masks). rf::Error for a grammar that does not parse.

@@ -152,20 +152,22 @@ SubmittedRequest submit_request(std::shared_ptr<ModelService> model, Api api, co
 
   const auto prompts = api == Api::Chat ? std::vector<Prompt>{chat_prompt(body, *model, response.tools)}
                                         : completion_prompts(body, model->tokenizer(), model->fim());
-  std::vector<std::shared_ptr<RequestChannel>> channels;
-  try {
-    for (const auto& prompt : prompts) {
-      for (std::size_t choice = 0; choice < n; ++choice) {
-        request.prompt = prompt.tokens;
-        channels.push_back(model->submit(request));
-        ++request.options.sampling.seed;  // n choices of one seed must still differ
-        if (echo) response.echo.push_back(prompt.text);
-      }
-    }
-  } catch (...) {
-    for (auto& c : channels) c->cancel();
-    throw;
+  // One call queues all of its sequences or none: one larger than the server holds could never run.
+  if (const std::size_t sequences = prompts.size() * n; sequences > static_cast<std::size_t>(model->capacity())) {
+    bad_field(n > 1 ? "n" : "prompt",
+              fmt::format("asks for {} sequences ({} prompts, n = {}), more than the server holds at once ({}: "
+                          "--max-seqs plus --max-queue)", sequences, prompts.size(), n, model->capacity()));
   }
+  std::vector<GenerationRequest> requests;
+  for (const auto& prompt : prompts) {
+    for (std::size_t choice = 0; choice < n; ++choice) {
+      request.prompt = prompt.tokens;
+      requests.push_back(request);
+      ++request.options.sampling.seed;  // n choices of one seed must still differ
+      if (echo) response.echo.push_back(prompt.text);
+    }
+  }
+  auto channels = model->submit_all(std::move(requests));
   return {model, std::make_unique<Generations>(std::move(channels)), std::move(response), stream};
 }
 

@@ -183,6 +183,30 @@ TEST_F(SchedulerTest, RefusesWhatCanNeverRunAndWhatDoesNotFitInTheQueue) {
   EXPECT_TRUE(collect(*next).finished);
 }
 
+// One call's requests are queued all or none (issue #29: an oversized call used to queue what fit,
+// then fail, leaving its cancelled sequences holding every place until the engine dropped them).
+TEST_F(SchedulerTest, ACallIsQueuedWhollyOrNotAtAllAndCountedAtOnce) {
+  auto runner = make_runner(1024);
+  Scheduler scheduler(*runner, {.max_running = 1, .max_queued = 2});
+  EXPECT_EQ(scheduler.capacity(), 3);
+  auto long_request = greedy({1, 2}, 900);
+  long_request.options.ignore_eos = true;
+  auto running = scheduler.submit(long_request);
+  ASSERT_NE(running, nullptr);
+  wait_for([&] { return scheduler.metrics().running == 1; });
+  // Three more do not fit beside the running one: none is queued, and the two places stay free.
+  EXPECT_TRUE(scheduler.submit_all({greedy({1, 2}, 4), greedy({1, 3}, 4), greedy({1, 4}, 4)}).empty());
+  EXPECT_EQ(scheduler.metrics().waiting, 0);
+  // A call with one request that can never run queues none of the others.
+  EXPECT_THROW(scheduler.submit_all({greedy({1, 2}, 4), greedy({}, 4)}), Error);
+  EXPECT_EQ(scheduler.metrics().waiting, 0);
+  auto two = scheduler.submit_all({greedy({1, 2}, 4), greedy({1, 3}, 4)});
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(scheduler.metrics().waiting, 2);  // counted when queued, not at the engine's next step
+  running->cancel();
+  for (auto& channel : two) EXPECT_TRUE(collect(*channel).finished);
+}
+
 TEST_F(SchedulerTest, LogprobsDescribeTheChosenToken) {
   auto runner = make_runner(1024);
   Scheduler scheduler(*runner, {});

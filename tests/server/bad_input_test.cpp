@@ -179,21 +179,62 @@ TEST(ServerLifecycle, HealthIsUnavailableUntilTheModelLoads) {
 // --max-queue 0 leaves no waiting room, but the running slots still take requests.
 TEST(ServerLifecycle, AFullQueueAnswers429WithRetryAfter) {
   TestServer server(demo_service({.max_running = 1, .max_queued = 0}));
-  // Two choices: the one slot takes the first, and nothing waits for it to free.
-  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi", "n": 2})", "application/json");
+  auto busy = server.client();
+  std::thread holder([&] {  // holds the one slot until its 400 tokens are done
+    busy.Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 400, "ignore_eos": true})", "application/json");
+  });
+  const auto& metrics = server.model().scheduler().metrics();
+  while (metrics.running + metrics.waiting == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "application/json");
   ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 429);
+  EXPECT_EQ(res->status, 429) << res->body;
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
   EXPECT_EQ(json::parse(res->body)["error"]["type"], "rate_limit_error");
-  // One choice runs, once the refused request's first choice has left the slot (at the engine's next step).
-  int status = 0;
-  for (int attempt = 0; attempt < 50 && status != 200; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    res = server.client().Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "application/json");
-    ASSERT_TRUE(res);
-    status = res->status;
-  }
-  EXPECT_EQ(status, 200) << res->body;
+  holder.join();
+  res = server.client().Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+}
+
+// A call asking for more sequences than the server holds (prompts times n) could never run: a 400
+// naming n before any is queued (issue #29: 64 prompts with n 16 used to queue 256 of them, then
+// answer 429, and every other client got 429 until the engine had dropped them).
+TEST(ServerLifecycle, ACallLargerThanTheServerIsRefusedWithoutQueueingAny) {
+  TestServer server(demo_service({.max_running = 2, .max_queued = 2}));
+  auto res = server.client().Post("/v1/completions", R"({"prompt": ["a", "b", "c"], "n": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  const auto error = json::parse(res->body)["error"];
+  EXPECT_EQ(error["param"], "n");
+  EXPECT_NE(error["message"].get<std::string>().find("asks for 6 sequences (3 prompts, n = 2), more than the server "
+                                                     "holds at once (4"),
+            std::string::npos)
+      << res->body;
+  EXPECT_EQ(server.model().scheduler().metrics().waiting, 0);
+  // Nothing was queued: a call of all four places runs at once.
+  res = server.client().Post("/v1/completions", R"({"prompt": ["a", "b"], "n": 2, "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["choices"].size(), 4u);
+}
+
+// A call that fits the server but not the places free now is a 429 that queues none of it, so the
+// places it would have held stay free for the next client.
+TEST(ServerLifecycle, ACallLargerThanTheFreePlacesLeavesThemFree) {
+  TestServer server(demo_service({.max_running = 1, .max_queued = 3}));
+  auto busy = server.client();
+  std::thread holder([&] {
+    busy.Post("/v1/completions", R"({"prompt": "hi", "max_tokens": 400, "ignore_eos": true})", "application/json");
+  });
+  const auto& metrics = server.model().scheduler().metrics();
+  while (metrics.running + metrics.waiting == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto res = server.client().Post("/v1/completions", R"({"prompt": "hi", "n": 4, "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429) << res->body;
+  res = server.client().Post("/v1/completions", R"({"prompt": "hi", "n": 3, "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  holder.join();
 }
 
 // --cors-origin: an allowed origin's requests carry Access-Control-Allow-Origin and its preflights are
