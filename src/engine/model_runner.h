@@ -25,7 +25,7 @@ struct RunnerOptions {
   int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
   std::string device = "auto";  // auto, cpu, cuda or rocm (see engine/backend_select.h)
   bool batch_invariant = false;  // GPU: see BackendShape::batch_invariant
-  ProgressFn load_progress;      // told the weights' bytes read in (CPU) or uploaded (GPU)
+  ProgressFn load_progress = {};  // told the weights' bytes read in (CPU) or uploaded (GPU)
 };
 
 // The context a runner gets when none is asked for: the model's, capped at 4096 to bound memory.

@@ -241,8 +241,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path, OtherDTypes other) : f
 SafetensorsSet::SafetensorsSet(const std::string& folder, const SafetensorsNames& names, OtherDTypes other)
     : folder_(folder), files_(open_files(folder, names, other)) {
   for (const auto& file : files_) {
-    for (const auto& [name, tensor] : file->tensors()) {
-      if (index_.try_emplace(name, &tensor).second) continue;
+    for (const auto& entry : file->tensors()) {
+      const std::string& name = entry.first;  // a named variable: clang 15 cannot capture a structured binding
+      if (index_.try_emplace(name, &entry.second).second) continue;
       const auto first = std::ranges::find_if(files_, [&](const auto& f) { return f->tensors().contains(name); });
       fail("{}: tensor {} is in both {} and {}", folder, name, (*first)->path(), file->path());
     }

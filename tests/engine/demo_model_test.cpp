@@ -46,7 +46,8 @@ TEST_P(DemoModel, HeldOutPerplexityAgreesWithTheTrainingScript) {
 // transformers' greedy references were made from the bf16 weights, so only the HF folder is compared.
 TEST(DemoModelHf, GreedyContinuationsMatchTransformers) {
   ModelRunner runner{kDemo, RunnerOptions{.threads = 2, .ctx_size = 512, .max_batch_tokens = 512}};
-  for (const auto& item : reference().at("greedy")) {
+  const auto ref = reference();  // a range-for over reference().at(...) would outlive the temporary
+  for (const auto& item : ref.at("greedy")) {
     const auto prompt_ids = item.at("prompt_ids").get<std::vector<std::int32_t>>();
     EXPECT_EQ(runner.tokenizer().encode(item.at("prompt").get<std::string>(), true), prompt_ids);
     GenerateOptions options;

@@ -84,7 +84,7 @@ TEST_F(ImageJobs, AGenerationStreamsEveryStepPreviewsAndItsPng) {
   int step = 0;
   std::vector<int> previews;
   for (const auto& [name, e] : events) {
-    ASSERT_EQ(name, e["type"]) << "the event's name is its type";
+    ASSERT_EQ(name, e["type"].get<std::string>()) << "the event's name is its type";
     if (name == "progress") {
       EXPECT_EQ(e["step"], ++step);
       EXPECT_EQ(e["total"], 11);

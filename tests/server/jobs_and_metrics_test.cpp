@@ -51,7 +51,7 @@ TEST_F(Jobs, AJobStreamsStartedTokensAndDone) {
   EXPECT_EQ(end["stop_reason"], "max_tokens");
   // The same text as the OpenAI route gives.
   auto completion = server_->client().Post("/v1/completions", json{{"prompt", "In the beginning"}, {"max_tokens", 12}, {"temperature", 0}}.dump(), "application/json");
-  EXPECT_EQ(text, json::parse(completion->body)["choices"][0]["text"]);
+  EXPECT_EQ(text, json::parse(completion->body)["choices"][0]["text"].get<std::string>());
   // A job is streamed once.
   EXPECT_EQ(server_->client().Get(job["sse_url"].get<std::string>())->status, 404);
 }

@@ -75,8 +75,8 @@ TEST_F(OpenAiApi, StreamedCompletionAddsUpToTheWholeOne) {
     text += chunk["choices"][0]["text"].get<std::string>();
     if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
   }
-  EXPECT_EQ(text, whole["choices"][0]["text"]);
-  EXPECT_EQ(finish, whole["choices"][0]["finish_reason"]);
+  EXPECT_EQ(text, whole["choices"][0]["text"].get<std::string>());
+  EXPECT_EQ(finish, whole["choices"][0]["finish_reason"].get<std::string>());
   EXPECT_EQ(usage["completion_tokens"], whole["usage"]["completion_tokens"]);
 }
 
@@ -101,7 +101,7 @@ TEST_F(OpenAiApi, ChatCompletionUsesTheChatTemplate) {
     const json delta = json::parse(frames[i])["choices"][0]["delta"];
     if (delta.contains("content")) content += delta["content"].get<std::string>();
   }
-  EXPECT_EQ(content, r["choices"][0]["message"]["content"]);
+  EXPECT_EQ(content, r["choices"][0]["message"]["content"].get<std::string>());
   EXPECT_EQ(json::parse(frames[frames.size() - 2])["choices"][0]["finish_reason"], r["choices"][0]["finish_reason"]);
 }
 

@@ -163,6 +163,8 @@ template <typename... Fn>
 struct Overloaded : Fn... {
   using Fn::operator()...;
 };
+template <typename... Fn>
+Overloaded(Fn...) -> Overloaded<Fn...>;  // clang before 17 deduces no aggregate's arguments by itself
 
 // Where a Hugging Face checkpoint keeps its language model: "model." and "lm_head.weight", or in a
 // multimodal Gemma 3 "language_model.model." and "language_model.lm_head.weight" (as transformers
