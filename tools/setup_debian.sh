@@ -10,6 +10,7 @@ packages=(
   libedit-dev  # line editing in `rocmforge chat`
   python3  # the tests' independent PNG reader (tools/fixtures/png_stdlib.py)
   hipcc libamdhip64-dev  # the rocm preset (HIP 5.2); the cuda preset uses /usr/local/cuda
+  clang-16 libclang-rt-16-dev llvm-16  # the sanitize preset: ASan, UBSan, libFuzzer (tests/fuzz), the symbolizer
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
