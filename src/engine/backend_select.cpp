@@ -32,6 +32,20 @@ llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
           .max_batch_tokens = shape.max_batch_tokens,
           .batch_invariant = shape.batch_invariant};
 }
+
+// Fails naming what the model needs and what is free, before a byte is uploaded: otherwise the
+// load would run out of memory part way, after minutes of copying, naming one buffer.
+void require_room(int device, const Checkpoint& checkpoint, const llama::GpuForwardOptions& options) {
+  const MemoryFootprint need = llama::GpuForward::footprint(checkpoint.config(), checkpoint.weight_bytes(), options);
+  const gpu::MemoryUse use = gpu::memory_use(device);
+  if (need.total() <= use.free) return;
+  fail("{}:{}: the model needs {} of GPU memory (weights {}, KV cache {} for {} tokens, activations {} for {} "
+       "tokens a step), and {} of the device's {} are free; lower --kv-size, --ctx-size or --batch-size, or use a smaller "
+       "quantization",
+       kGpuDevice, device, gpu::gib(need.total()), gpu::gib(need.weights), gpu::gib(need.kv_cache),
+       static_cast<long long>(options.kv_blocks) * options.block_size, gpu::gib(need.activations),
+       options.max_batch_tokens, gpu::gib(use.free), gpu::gib(use.total));
+}
 #endif
 
 // The CPU reads weights where they lie (a file's mapping): their pages come in now, not during
@@ -103,6 +117,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
     const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config());
     // Asked for the GPU, the model fails there naming why; left to choose, it runs on the CPU.
     if (!why || parse_device(device).kind != "auto") {
+      require_room(*gpu, checkpoint, options);
       return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);
     }
     fmt::print(stderr, "rocmforge: {}; running on the CPU\n", *why);

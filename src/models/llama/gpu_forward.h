@@ -45,7 +45,7 @@ struct GpuForwardOptions {
   // Every token's logits have the same bits whatever the batch around it (as on the CPU): all
   // projections through the GEMV, all attention through the unsplit decode kernel. Prefill is slower.
   bool batch_invariant = false;
-  ProgressFn load_progress;  // told the weights' bytes as they are uploaded
+  ProgressFn load_progress = {};  // told the weights' bytes as they are uploaded
 };
 
 // Why the GPU decoder cannot run this model (its attention kernels lack its head dim, it rotates

@@ -42,10 +42,13 @@ class Allocation {
   std::size_t count_ = 0;
 };
 
+// Throws rf::Error for a failed allocation of `bytes`; out of memory, it says how much was free.
+[[noreturn]] void throw_allocation_error(gpuError_t status, std::size_t bytes);
+
 struct DeviceMemory {
   static void* allocate(std::size_t bytes) {
     void* p = nullptr;
-    RF_GPU_CHECK(gpuMalloc(&p, bytes));
+    if (const gpuError_t status = gpuMalloc(&p, bytes); status != gpuSuccess) throw_allocation_error(status, bytes);
     return p;
   }
   static void release(void* p) { (void)gpuFree(p); }

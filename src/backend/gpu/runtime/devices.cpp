@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "backend/gpu/runtime/device_buffer.h"
 #include "backend/gpu/runtime/vendor.h"
+#include "util/error.h"
 
 namespace rf::gpu {
 
@@ -48,5 +50,28 @@ DeviceScan scan_devices() {
   }
   return scan;
 }
+
+void throw_allocation_error(gpuError_t status, std::size_t bytes) {
+  if (status != gpuErrorOutOfMemory) throw_gpu_error(status, "gpuMalloc", __FILE__, __LINE__);
+  (void)gpuGetLastError();  // out of memory is an answer, not an error for the next check to find
+  int device = 0;
+  RF_GPU_CHECK(gpuGetDevice(&device));
+  const MemoryUse use = memory_use(device);
+  fail("{} device {} is out of memory: {} asked, {} of its {} free", backend_name(), device, gib(bytes),
+       gib(use.free), gib(use.total));
+}
+
+MemoryUse memory_use(int index) {
+  int current = 0;
+  RF_GPU_CHECK(gpuGetDevice(&current));
+  RF_GPU_CHECK(gpuSetDevice(index));
+  MemoryUse use;
+  const gpuError_t status = gpuMemGetInfo(&use.free, &use.total);
+  RF_GPU_CHECK(gpuSetDevice(current));
+  RF_GPU_CHECK(status);
+  return use;
+}
+
+std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
 
 }  // namespace rf::gpu

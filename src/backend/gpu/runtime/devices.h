@@ -23,4 +23,14 @@ struct DeviceScan {
 // Lists the devices of this build's backend (see backend_name() in vendor.h).
 DeviceScan scan_devices();
 
+struct MemoryUse {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+// Device `index`'s memory as its runtime sees it: what other processes hold is not free.
+MemoryUse memory_use(int index);
+
+// "1.50 GiB": how memory is told to the user.
+std::string gib(std::size_t bytes);
+
 }  // namespace rf::gpu

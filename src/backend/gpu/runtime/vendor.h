@@ -12,6 +12,7 @@ using gpuStream_t = cudaStream_t;
 using gpuDeviceProp = cudaDeviceProp;
 using gpuDeviceAttribute = cudaDeviceAttr;
 inline constexpr gpuError_t gpuSuccess = cudaSuccess;
+inline constexpr gpuError_t gpuErrorOutOfMemory = cudaErrorMemoryAllocation;
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDeviceCount cudaGetDeviceCount
@@ -65,6 +66,7 @@ using gpuStream_t = hipStream_t;
 using gpuDeviceProp = hipDeviceProp_t;
 using gpuDeviceAttribute = hipDeviceAttribute_t;
 inline constexpr gpuError_t gpuSuccess = hipSuccess;
+inline constexpr gpuError_t gpuErrorOutOfMemory = hipErrorOutOfMemory;
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
 #define gpuGetDeviceCount hipGetDeviceCount
@@ -120,8 +122,12 @@ namespace rf::gpu {
 // "cuda" or "hip": the runtime this build talks to.
 const char* backend_name();
 
-// Throws rf::Error naming the call, where it was made and the runtime's own message.
+// Throws rf::Error naming the call, where it was made and the runtime's own message. An error that
+// leaves the device's context unusable (an illegal address, an ECC error, a kernel's assert) would
+// fail every later call, every request with it: the process ends instead, saying why, with exit
+// code kExitDeviceLost, for its supervisor to restart it.
 [[noreturn]] void throw_gpu_error(gpuError_t status, const char* call, const char* file, int line);
+inline constexpr int kExitDeviceLost = 3;
 
 }  // namespace rf::gpu
 

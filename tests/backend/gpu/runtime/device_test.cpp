@@ -2,6 +2,8 @@
 
 #include "backend/gpu/runtime/devices.h"
 #include "backend/gpu/gpu_test.h"
+#include "backend/gpu/support/kernels.h"
+#include "util/error.h"
 
 namespace rf::gpu::test {
 namespace {
@@ -26,6 +28,36 @@ TEST_F(Device, BufferRoundTripAndPoison) {
   EXPECT_EQ(buffer.download(), host);
   buffer.poison();
   for (float v : buffer.download()) ASSERT_TRUE(std::isnan(v));
+}
+
+// An allocation the device cannot hold is an rf::Error saying how much was asked and free (issue
+// #29), and leaves the device usable.
+TEST_F(Device, OutOfMemoryIsAnErrorSayingWhatIsFree) {
+  const std::size_t too_much = std::size_t{1} << 44;  // 16 TiB
+  try {
+    DeviceBuffer<std::uint8_t> buffer(too_much);
+    FAIL() << "a 16 TiB allocation succeeded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    std::printf("[  message ] %s\n", what.c_str());
+    EXPECT_NE(what.find("is out of memory: 16384.00 GiB asked"), std::string::npos) << what;
+    EXPECT_NE(what.find(" free"), std::string::npos) << what;
+  }
+  DeviceBuffer<float> after(random_floats(64));
+  EXPECT_EQ(after.download().size(), 64u);
+}
+
+// A fault that loses the device's context ends the process with kExitDeviceLost and a message,
+// rather than failing every later call (and every request) or hanging. The death test runs in a
+// fresh process ("threadsafe"): a forked child cannot use its parent's device context.
+TEST_F(Device, ALostContextEndsTheProcessSayingWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        launch_illegal_write(ctx());
+        synchronize();
+      },
+      ::testing::ExitedWithCode(kExitDeviceLost), "the GPU failed .*its state is lost, so rocmforge exits");
 }
 
 }  // namespace

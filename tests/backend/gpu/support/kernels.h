@@ -1,7 +1,7 @@
 #pragma once
 // Kernels only the tests and benchmarks use, beside the library's: attention with its own workspace,
-// and the O(S^2) materialised attention that flash attention replaces (the prefill benchmark's
-// baseline).
+// the O(S^2) materialised attention that flash attention replaces (the prefill benchmark's
+// baseline), and a kernel that faults on purpose.
 #include <cstddef>
 
 #include "backend/gpu/attention/attention.h"
@@ -23,5 +23,8 @@ void launch_attention(const float* q, KvCacheLayer cache, const AttentionBatch& 
 std::size_t materialised_attention_bytes(int n_tokens, int n_keys, int head_dim);
 void launch_attention_materialised(const DeviceContext& ctx, const float* q, KvCacheLayer cache, const AttentionBatch& batch,
                                    HeadShape shape, float scale, float* out, void* scratch);
+
+// A one-thread kernel writing to an address no allocation has: the device faults when it runs.
+void launch_illegal_write(const DeviceContext& ctx);
 
 }  // namespace rf::gpu::test
