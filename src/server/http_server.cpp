@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -21,11 +23,13 @@ namespace {
 std::string route_of(const std::string& path) {
   if (path.starts_with("/v1/jobs/")) return path.ends_with("/stream") ? "/v1/jobs/{id}/stream" : "/v1/jobs/{id}";
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
-  static const std::vector<std::string> known = {
+  // Trivially destructible: httplib's workers log the last requests while the process exits, when
+  // a vector of strings here could already be destroyed (the server_routes fuzz target found it).
+  static constexpr std::array<std::string_view, 15> known = {
       "/health", "/ready", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/jobs",
       "/v1/images/generations", "/v1/images/edits", "/sdapi/v1/txt2img", "/sdapi/v1/img2img", "/sdapi/v1/samplers",
       "/sdapi/v1/schedulers", "/sdapi/v1/sd-models", "/sdapi/v1/progress"};
-  return std::find(known.begin(), known.end(), path) != known.end() ? path : "other";
+  return std::ranges::find(known, path) != known.end() ? path : "other";
 }
 
 // Compares in time independent of where the strings differ.

@@ -1,8 +1,10 @@
-// Request bodies of the LLM server's routes (OpenAI's, rbee's jobs, llama-server's tokenizer), sent over HTTP
-// to a server in this process that serves the demo model. The first byte picks the route; the rest
-// is the body. A 5xx answer (an exception the routes did not expect) is a finding. Token counts are
-// capped at a few so that a run spends its time on parsing, not on generating.
+// Request bodies of the LLM server's routes (OpenAI's, rbee's jobs, llama-server's tokenizer), sent
+// over HTTP to a server in this process that serves a small fixture model (Llama 3 shaped, with its
+// chat template). The first byte picks the route; the rest is the body. A 5xx answer (an exception
+// the routes did not expect) is a finding. Token counts are capped at a few so that a run spends its
+// time on parsing, not on generating.
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -32,8 +34,8 @@ struct Server {
   Server() {
     spdlog::set_level(spdlog::level::off);  // every refused request would be logged
     auto runner = std::make_unique<rf::ModelRunner>(
-        ROCMFORGE_FUZZ_DEMO_MODEL, rf::RunnerOptions{.threads = 1, .ctx_size = 256, .max_batch_tokens = 256});
-    http.set_model(std::make_shared<rf::server::ModelService>(std::move(runner), "kjv-llama",
+        ROCMFORGE_FUZZ_SERVED_MODEL, rf::RunnerOptions{.threads = 1, .ctx_size = 256, .max_batch_tokens = 256});
+    http.set_model(std::make_shared<rf::server::ModelService>(std::move(runner), "llama3",
                                                                  rf::SchedulerOptions{.max_running = 8, .max_queued = 32}));
     listener = std::thread([this] { http.listen(); });
   }
@@ -75,6 +77,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (res->status >= 500) {
     fmt::print(stderr, "{}: {} {}\n", route, res->status, res->body);
     std::abort();
+  }
+  // A job (/v1/jobs) generates after its answer. Waiting for the engine to be idle keeps one input's
+  // work out of the next, and keeps the engine still when libFuzzer exits: the statics destroyed at
+  // exit include some the engine thread uses.
+  const auto& metrics = server.http.context().model()->scheduler().metrics();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metrics.running + metrics.waiting > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      fmt::print(stderr, "{}: the engine is still busy 10 s after the answer\n", route);
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return 0;
 }

@@ -316,6 +316,12 @@ void for_each_matrix(const LlamaWeights& w, const ModelConfig& c, const std::fun
 }
 
 LlamaWeights read_weights(const TensorSet& stored, const ModelConfig& config, Naming naming) {
+  // Each layer has tensors of its own. A config naming more layers than the checkpoint has tensors
+  // is refused before anything is sized by it (a GGUF's block_count of 2^30 asked for 90 GB).
+  if (static_cast<std::size_t>(config.n_layers) > stored.size()) {
+    fail("{}: the config names {} layers, but the checkpoint holds only {} tensors", stored.source(), config.n_layers,
+         stored.size());
+  }
   const HfPlace place = naming == Naming::HuggingFace ? hf_place(stored) : HfPlace{};
   const TensorSet split = config.arch == Arch::Phi3 ? FusedSplitter(stored, config).split(naming, place) : TensorSet();
   const TensorSet& tensors = config.arch == Arch::Phi3 ? split : stored;

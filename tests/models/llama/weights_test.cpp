@@ -116,6 +116,13 @@ TEST(LlamaWeights, FailsNamingTheSourceAndTheTensor) {
   EXPECT_RF_ERROR(read(edited(all, "", &wide)), source,
                   "tensor model.layers.0.self_attn.k_norm.weight has shape [64], expected [32] from the model's config");
 
+  // Found by the gguf fuzz target: the layers were allocated by the config's count before any
+  // tensor was looked for.
+  ModelConfig deep = config;
+  deep.n_layers = 1 << 30;
+  EXPECT_RF_ERROR(llama::read_weights(all, deep, llama::Naming::HuggingFace), source,
+                  fmt::format("the config names 1073741824 layers, but the checkpoint holds only {} tensors", all.size()));
+
   TensorView quantized = all.at("model.norm.weight");
   quantized.dtype = DType::Q8_0;
   EXPECT_RF_ERROR(read(edited(all, "", &quantized)), source,
