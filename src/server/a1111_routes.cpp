@@ -57,7 +57,7 @@ void check_fields(const json& body, bool img2img) {
   for (const auto& [key, value] : body.items()) {
     if (std::ranges::find(kTxt2ImgFields, key) != kTxt2ImgFields.end()) continue;
     if (img2img && std::ranges::find(kImg2ImgFields, key) != kImg2ImgFields.end()) continue;
-    const auto off = std::ranges::find_if(kOffFields, [&](const auto& f) { return f.first == key; });
+    const auto off = std::ranges::find(kOffFields, key, [](const auto& f) { return f.first; });
     if (off == kOffFields.end()) bad_field(key, "is not a field rocmforge's A1111 API takes");
     if (value.is_null() || off->second.empty()) continue;
     if (std::ranges::find(off->second, value) == off->second.end()) {

@@ -138,7 +138,9 @@ class DpmSolver2SAncestral final : public KDiffusionSampler {
  private:
   void advance(int i, std::span<float> x, const Model& model, NoiseSource& noise) override {
     const auto [timestep, sigma, next] = schedule_[i];
-    const Denoiser denoise = [&](std::span<const float> in, double level, std::span<float> out) {
+    // Captured by value, named: clang 15 cannot capture a structured binding.
+    const Denoiser denoise = [&, timestep = timestep, sigma = sigma](std::span<const float> in, double level,
+                                                                     std::span<float> out) {
       run_model(model, level == sigma ? timestep : sigma_to_timestep(level, log_sigmas_), in, alpha_of(level));
       const Predicted p = predicted(prediction_, level, true);
       combine(out, {{p.x0_x, in}, {p.x0_m, model_output_}});
