@@ -61,7 +61,7 @@ __device__ void pick_experts(const float* row, int n_experts, int k, bool renorm
 
 __global__ void __launch_bounds__(kThreads) route_kernel(const float* logits, int n_tokens, int n_experts, int k,
                                                          bool renormalize, ExpertRoutes routes) {
-  extern __shared__ std::uint16_t picks[];  // n_tokens * k experts
+  RF_DYNAMIC_SHARED(std::uint16_t, picks);  // n_tokens * k experts
   __shared__ int begin[kMostExperts + 1];
   begin_dependent();
   const int thread = static_cast<int>(threadIdx.x), lane = thread % RF_WARP_SIZE;
