@@ -10,6 +10,7 @@ packages=(
   libedit-dev  # line editing in `rocmforge chat`
   python3  # the tests' independent PNG reader (tools/fixtures/png_stdlib.py)
   hipcc libamdhip64-dev  # the rocm preset (HIP 5.2); the cuda preset uses /usr/local/cuda
+  libtbb-dev  # the hip-cpu preset: HIP-CPU (third_party/hip-cpu) runs on the parallel algorithms, on TBB
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
