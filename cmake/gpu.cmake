@@ -1,6 +1,6 @@
 # The GPU backend: one kernel tree, src/backend/gpu, built as CUDA by nvcc or as HIP by ROCm's clang.
 #
-#   ROCMFORGE_GPU          none | cuda | hip
+#   ROCMFORGE_GPU          none | cuda | hip | hip-cpu
 #   ROCMFORGE_GPU_TARGETS  CUDA architectures (80;90) or AMD gfx targets (gfx90a;gfx940;gfx908;gfx1030)
 #
 # rf_gpu holds the .cu kernels (compiled for the device) and the .cpp host code (compiled by the C++
@@ -18,13 +18,17 @@
 #   CMAKE_LIBRARY_ARCHITECTURE to the compiler checks so that hip-lang's own find_dependency calls work.
 #   A ROCm install under /opt/rocm needs none of this (use its clang: -DCMAKE_HIP_COMPILER=
 #   /opt/rocm/llvm/bin/clang++ if `hipconfig --hipclangpath` does not already point there).
+# - hip-cpu: a test of the HIP path, not a backend for users. The .cu files are compiled as C++ by the
+#   host compiler against ROCm's HIP CPU runtime (third_party/hip-cpu, header-only), which runs the
+#   HIP kernels on the CPU with 64-wide wavefronts; it is built on the standard parallel algorithms,
+#   which libstdc++ runs on TBB.
 
-set(ROCMFORGE_GPU none CACHE STRING "GPU backend: none, cuda or hip")
-set_property(CACHE ROCMFORGE_GPU PROPERTY STRINGS none cuda hip)
+set(ROCMFORGE_GPU none CACHE STRING "GPU backend: none, cuda, hip or hip-cpu (HIP kernels on the CPU, a test)")
+set_property(CACHE ROCMFORGE_GPU PROPERTY STRINGS none cuda hip hip-cpu)
 if(ROCMFORGE_GPU STREQUAL "none")
   return()
-elseif(NOT ROCMFORGE_GPU MATCHES "^(cuda|hip)$")
-  message(FATAL_ERROR "ROCMFORGE_GPU must be none, cuda or hip, not '${ROCMFORGE_GPU}'")
+elseif(NOT ROCMFORGE_GPU MATCHES "^(cuda|hip|hip-cpu)$")
+  message(FATAL_ERROR "ROCMFORGE_GPU must be none, cuda, hip or hip-cpu, not '${ROCMFORGE_GPU}'")
 endif()
 
 if(ROCMFORGE_GPU STREQUAL "cuda")
@@ -72,6 +76,8 @@ if(ROCMFORGE_GPU STREQUAL "cuda")
     set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
   endif()
   find_package(CUDAToolkit REQUIRED)
+elseif(ROCMFORGE_GPU STREQUAL "hip-cpu")
+  find_package(TBB REQUIRED)
 else()
   rf_use_debian_hip_layout()
   # Every target that links HIP objects links with clang and these targets (not CMake's default).
@@ -128,13 +134,20 @@ if(ROCMFORGE_GPU STREQUAL "cuda")
   # .cu file that includes it (util/error.h, by way of device_buffer.h) does not compile; nvcc 13 needs
   # no such caution.
   target_compile_definitions(rf_gpu PUBLIC $<$<COMPILE_LANGUAGE:CUDA>:FMT_USE_CONSTEXPR=1>)
-else()
+elseif(ROCMFORGE_GPU STREQUAL "hip")
   set_source_files_properties(${gpu_kernels} PROPERTIES LANGUAGE HIP)
   set_target_properties(rf_gpu PROPERTIES HIP_STANDARD 20 HIP_STANDARD_REQUIRED ON HIP_EXTENSIONS OFF)
   target_compile_definitions(rf_gpu PUBLIC ROCMFORGE_GPU_HIP)
   target_link_libraries(rf_gpu PUBLIC hip::host)
   # clang repeats --offload-arch on the link line, where it has nothing to compile.
   target_link_options(rf_gpu INTERFACE $<$<LINK_LANGUAGE:HIP>:-Wno-unused-command-line-argument>)
+endif()
+if(ROCMFORGE_GPU STREQUAL "hip-cpu")
+  # CMake passes -x c++ for sources whose language is set explicitly.
+  set_source_files_properties(${gpu_kernels} PROPERTIES LANGUAGE CXX)
+  target_compile_definitions(rf_gpu PUBLIC ROCMFORGE_GPU_HIP ROCMFORGE_GPU_HIP_CPU)
+  target_include_directories(rf_gpu SYSTEM PUBLIC ${PROJECT_SOURCE_DIR}/third_party/hip-cpu/include)
+  target_link_libraries(rf_gpu PUBLIC TBB::tbb Threads::Threads)
 endif()
 
 # Each model family's GPU half (models/<family>/gpu_*.cpp, host code on rf_gpu's kernels).

@@ -11,6 +11,7 @@ packages=(
   python3  # the tests' independent PNG reader (tools/fixtures/png_stdlib.py)
   hipcc libamdhip64-dev  # the rocm preset (HIP 5.2); the cuda preset uses /usr/local/cuda
   clang-16 libclang-rt-16-dev llvm-16  # the sanitize preset: ASan, UBSan, libFuzzer (tests/fuzz), the symbolizer
+  libtbb-dev  # the hip-cpu preset: HIP-CPU (third_party/hip-cpu) runs on the parallel algorithms, on TBB
 )
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

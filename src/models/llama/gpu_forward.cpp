@@ -293,7 +293,7 @@ void GpuForward::run(const Batch& batch, const std::function<void(int first, int
     while (row < rows && batch.logit_rows[row] < end) ++row;
     const StepShape shape = stage(batch, begin, end, first, row);
     drop_graphs_if_gemm_grows(shape);
-    if (decode && options_.graphs && !hidden_only_) {
+    if (decode && options_.graphs && gpu::kGraphCapture && !hidden_only_) {
       auto [graph, first_seen] = graphs_.try_emplace(shape);
       if (first_seen) {
         launch_step(shape);

@@ -206,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) flash_kernel(Params p) {
 
 void launch_flash(const Params& p, dim3 grid, const DeviceContext& ctx) {
   with_prefill_head_dim(p.shape.head_dim, [&](auto head_dim) {
-    flash_kernel<decltype(head_dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(p);
+    launch_kernel(flash_kernel<decltype(head_dim)::value>, grid, kThreads, 0, ctx.stream(), p);
   });
   RF_GPU_CHECK_LAUNCH();
 }

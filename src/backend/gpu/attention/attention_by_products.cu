@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) softmax_rows_kernel(float* x, int n,
 void launch_softmax_rows(float* x, int rows, int n, float scale, int first_row, bool causal, const DeviceContext& ctx) {
   require(rows >= 0 && n > 0, "launch_softmax_rows", "empty rows or negative row count");
   if (rows == 0) return;
-  softmax_rows_kernel<<<rows, kThreads, 0, ctx.stream()>>>(x, n, scale, first_row, causal);
+  launch_kernel(softmax_rows_kernel, rows, kThreads, 0, ctx.stream(), x, n, scale, first_row, causal);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -113,14 +113,18 @@ struct LaneRope {
 };
 
 // out[at] = o, and its 16-bit copy and int8 rounding where asked for. The rounding reduces over each
-// block of 32 values (which a head holds whole), held by 32 consecutive threads that call this together.
+// block of 32 values (which a head holds whole), held by 32 consecutive threads that call this together;
+// as round_to_int8 asks, every thread of the block calls this, those past the outputs with has_value
+// false (whole groups of 32 of them).
 template <int kThreads>
-__device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at, float o) {
-  p.out[at] = o;
-  if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
+__device__ __forceinline__ void write_out(const DecodeParams& p, std::size_t at, float o, bool has_value) {
+  if (has_value) {
+    p.out[at] = o;
+    if (p.half.data) p.half.data[at] = float_to_16bit(o, p.half.type == DType::BF16);
+  }
   if (p.rounded.codes) {
-    const float value[1] = {o};
-    round_to_int8<kThreads, 1>(value, true, at, p.rounded);
+    const float value[1] = {has_value ? o : 0.0f};
+    round_to_int8<kThreads, 1>(value, has_value, at, p.rounded);
   }
 }
 
@@ -309,7 +313,14 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   const bool split = gridDim.z > 1;
   const std::size_t token_offset = static_cast<std::size_t>(t) * q_dim + head0 * kHeadDim;
   const std::size_t range_stride = static_cast<std::size_t>(batch.n_tokens) * q_dim;
-  for (int e = threadIdx.x; e < heads * kHeadDim; e += kThreads) {
+  // The outputs' loops run the block's trip count: write_out's rounding is called by every thread.
+  const int outputs = heads * kHeadDim;
+  for (int first_output = 0; first_output < outputs; first_output += kThreads) {
+    const int e = first_output + static_cast<int>(threadIdx.x);
+    if (e >= outputs) {
+      if (!split) write_out<kThreads>(p, 0, 0.0f, false);
+      continue;
+    }
     const int h = e / kHeadDim, d = e % kHeadDim;
     float largest = -INFINITY;
     for (int g = 0; g < Lanes::kGroups; ++g) largest = fmaxf(largest, group_max[g][h]);
@@ -322,7 +333,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
     }
     const float o = total > 0.0f ? value / total : 0.0f;
     if (!split) {
-      write_out<kThreads>(p, token_offset + e, o);
+      write_out<kThreads>(p, token_offset + e, o, true);
       continue;
     }
     p.partial_out[blockIdx.z * range_stride + token_offset + e] = o;
@@ -338,7 +349,12 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
   const volatile float* partial_out = p.partial_out;
   const volatile float* partial_lse = p.partial_lse;
   const std::size_t lse_stride = static_cast<std::size_t>(batch.n_tokens) * p.shape.n_heads;
-  for (int e = threadIdx.x; e < heads * kHeadDim; e += kThreads) {
+  for (int first_output = 0; first_output < outputs; first_output += kThreads) {
+    const int e = first_output + static_cast<int>(threadIdx.x);
+    if (e >= outputs) {
+      write_out<kThreads>(p, 0, 0.0f, false);
+      continue;
+    }
     const volatile float* lse = partial_lse + static_cast<std::size_t>(t) * p.shape.n_heads + head0 + e / kHeadDim;
     float largest = -INFINITY;
     for (unsigned r = 0; r < gridDim.z; ++r) largest = fmaxf(largest, lse[r * lse_stride]);  // range 0 holds the first key seen
@@ -348,7 +364,7 @@ __device__ __forceinline__ void decode_block(const DecodeParams& p) {
       total += weight;
       value += weight * partial_out[r * range_stride + token_offset + e];
     }
-    write_out<kThreads>(p, token_offset + e, value / total);
+    write_out<kThreads>(p, token_offset + e, value / total, true);
   }
 }
 

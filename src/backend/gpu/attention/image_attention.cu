@@ -91,7 +91,7 @@ void launch_image_attention(const float* q, const float* k, const float* v, cons
   if (shape.batch == 0 || shape.queries == 0) return;
   const dim3 grid((shape.queries + kQueries - 1) / kQueries, shape.batch * shape.heads);
   with_image_head_dim(shape.head_dim, [&](auto dim) {
-    image_attention_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, k, v, shape, scale, y);
+    launch_kernel(image_attention_kernel<decltype(dim)::value>, grid, kThreads, 0, ctx.stream(), q, k, v, shape, scale, y);
   });
   RF_GPU_CHECK_LAUNCH();
 }

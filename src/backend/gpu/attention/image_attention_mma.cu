@@ -144,8 +144,7 @@ void launch_image_attention_mma(const float* q, const std::uint16_t* k_half, con
   if (shape.batch == 0 || shape.queries == 0) return;
   const dim3 grid((shape.queries + kRows - 1) / kRows, shape.batch * shape.heads);
   with_image_head_dim(shape.head_dim, [&](auto dim) {
-    image_attention_mma_kernel<decltype(dim)::value>
-        <<<grid, kThreads, 0, ctx.stream()>>>(q, k_half, v_half, shape, scale * kLog2e, y);
+    launch_kernel(image_attention_mma_kernel<decltype(dim)::value>, grid, kThreads, 0, ctx.stream(), q, k_half, v_half, shape, scale * kLog2e, y);
   });
   RF_GPU_CHECK_LAUNCH();
 }

@@ -166,7 +166,7 @@ void launch_prefill_mma(const float* q, KvCacheLayer cache, const AttentionBatch
   const QueryTiling tiling = tensor_core_tiling(shape.n_heads / shape.n_kv_heads);
   const dim3 grid((batch.n_tokens + tiling.tokens - 1) / tiling.tokens, shape.n_kv_heads * tiling.head_chunks);
   with_prefill_head_dim(shape.head_dim, [&](auto dim) {
-    prefill_mma_kernel<decltype(dim)::value><<<grid, kThreads, 0, ctx.stream()>>>(q, cache, batch, shape, q_scale, tiling, out);
+    launch_kernel(prefill_mma_kernel<decltype(dim)::value>, grid, kThreads, 0, ctx.stream(), q, cache, batch, shape, q_scale, tiling, out);
   });
   RF_GPU_CHECK_LAUNCH();
 }

@@ -47,7 +47,7 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::siz
     return;
   }
 #endif
-  kernel<<<grid, block, shared_bytes, ctx.stream()>>>(std::forward<Args>(args)...);
+  launch_kernel(kernel, grid, block, shared_bytes, ctx.stream(), std::forward<Args>(args)...);
   RF_GPU_CHECK_LAUNCH();
 }
 

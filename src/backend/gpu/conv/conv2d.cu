@@ -76,11 +76,11 @@ void launch_conv2d_by_patches(const ConvShape& s, const float* x, const WeightMa
     float* out = y + static_cast<std::size_t>(n) * s.out_channels * pixels;
     for (std::size_t first = 0; first < pixels; first += band) {
       const std::size_t count = std::min(band, pixels - first);
-      gather_kernel<<<blocks_for(count * patch_size(s)), kThreads, 0, ctx.stream()>>>(s, s.out_width(), image, first,
+      launch_kernel(gather_kernel, blocks_for(count * patch_size(s)), kThreads, 0, ctx.stream(), s, s.out_width(), image, first,
                                                                                       count, patches);
       RF_GPU_CHECK_LAUNCH();
       launch_gemm(ctx, w, patches, static_cast<int>(count), products);
-      scatter_kernel<<<blocks_for(count * s.out_channels), kThreads, 0, ctx.stream()>>>(products, count, s.out_channels,
+      launch_kernel(scatter_kernel, blocks_for(count * s.out_channels), kThreads, 0, ctx.stream(), products, count, s.out_channels,
                                                                                         bias, pixels, first, out);
       RF_GPU_CHECK_LAUNCH();
     }

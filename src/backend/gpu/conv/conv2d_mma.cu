@@ -281,13 +281,13 @@ void launch_conv2d_mma(const ConvShape& s, const float* x, const WeightMatrix& w
     RF_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
     return 1;
   });
-  kernel<<<grid, kThreads, kSharedBytes, ctx.stream()>>>(s, s.out_height(), s.out_width(), per_slice, x16, weights,
+  launch_kernel(kernel, grid, kThreads, kSharedBytes, ctx.stream(), s, s.out_height(), s.out_width(), per_slice, x16, weights,
                                                          bias, y, sums);
   RF_GPU_CHECK_LAUNCH();
   if (grid.z == 1) return;
   const std::size_t n = static_cast<std::size_t>(total_pixels) * s.out_channels;
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 8192));
-  sum_slices_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(sums, static_cast<int>(grid.z), n, s.out_channels,
+  launch_kernel(sum_slices_kernel, blocks, kThreads, 0, ctx.stream(), sums, static_cast<int>(grid.z), n, s.out_channels,
                                                            s.out_height() * s.out_width(), bias, y);
   RF_GPU_CHECK_LAUNCH();
 }

@@ -66,7 +66,7 @@ void launch_to_pixel_major(const float* x, int batch, int channels, int pixels, 
   check_16bit(type, "launch_to_pixel_major");
   if (batch == 0 || channels == 0 || pixels == 0) return;
   const auto kernel = type == DType::BF16 ? to_pixel_major_kernel<true> : to_pixel_major_kernel<false>;
-  kernel<<<tiles(batch, channels, pixels), kThreads, 0, ctx.stream()>>>(x, channels, pixels, out);
+  launch_kernel(kernel, tiles(batch, channels, pixels), kThreads, 0, ctx.stream(), x, channels, pixels, out);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -75,7 +75,7 @@ void launch_from_pixel_major(const std::uint16_t* x, int batch, int channels, in
   check_16bit(type, "launch_from_pixel_major");
   if (batch == 0 || channels == 0 || pixels == 0) return;
   const auto kernel = type == DType::BF16 ? from_pixel_major_kernel<true> : from_pixel_major_kernel<false>;
-  kernel<<<tiles(batch, channels, pixels), kThreads, 0, ctx.stream()>>>(x, channels, pixels, bias, y);
+  launch_kernel(kernel, tiles(batch, channels, pixels), kThreads, 0, ctx.stream(), x, channels, pixels, bias, y);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -99,20 +99,20 @@ __global__ void __launch_bounds__(kThreads) transpose_kernel(const float* x, std
 
 void launch_activation(const float* x, std::size_t n, Activation kind, float* y, const DeviceContext& ctx) {
   if (n == 0) return;
-  activation_kernel<<<blocks_for(n), kThreads, 0, ctx.stream()>>>(x, n, kind, y);
+  launch_kernel(activation_kernel, blocks_for(n), kThreads, 0, ctx.stream(), x, n, kind, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_add(const float* a, const float* b, std::size_t n, float* y, const DeviceContext& ctx) {
   if (n == 0) return;
-  add_kernel<<<blocks_for(n), kThreads, 0, ctx.stream()>>>(a, b, n, y);
+  launch_kernel(add_kernel, blocks_for(n), kThreads, 0, ctx.stream(), a, b, n, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_add_per_plane(const float* x, const float* v, std::size_t planes, std::size_t pixels, float* y,
                           const DeviceContext& ctx) {
   if (planes * pixels == 0) return;
-  add_per_plane_kernel<<<blocks_for(planes * pixels), kThreads, 0, ctx.stream()>>>(x, v, planes, pixels, y);
+  launch_kernel(add_per_plane_kernel, blocks_for(planes * pixels), kThreads, 0, ctx.stream(), x, v, planes, pixels, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -120,14 +120,14 @@ void launch_resize_nearest(const float* x, std::size_t planes, int in_h, int in_
                            const DeviceContext& ctx) {
   require(in_h > 0 && in_w > 0 && out_h > 0 && out_w > 0, "launch_resize_nearest", "empty planes");
   if (planes == 0) return;
-  resize_kernel<<<blocks_for(planes * out_h * out_w), kThreads, 0, ctx.stream()>>>(x, planes, in_h, in_w, out_h, out_w, y);
+  launch_kernel(resize_kernel, blocks_for(planes * out_h * out_w), kThreads, 0, ctx.stream(), x, planes, in_h, in_w, out_h, out_w, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_pad_bottom_right(const float* x, std::size_t planes, int height, int width, float* y,
                              const DeviceContext& ctx) {
   if (planes == 0) return;
-  pad_kernel<<<blocks_for(planes * (height + 1) * (width + 1)), kThreads, 0, ctx.stream()>>>(x, planes, height, width, y);
+  launch_kernel(pad_kernel, blocks_for(planes * (height + 1) * (width + 1)), kThreads, 0, ctx.stream(), x, planes, height, width, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -135,13 +135,13 @@ void launch_transpose(const float* x, std::size_t batch, std::size_t rows, std::
                       const DeviceContext& ctx) {
   const std::size_t n = batch * rows * cols * inner;
   if (n == 0) return;
-  transpose_kernel<<<blocks_for(n), kThreads, 0, ctx.stream()>>>(x, batch, rows, cols, inner, y);
+  launch_kernel(transpose_kernel, blocks_for(n), kThreads, 0, ctx.stream(), x, batch, rows, cols, inner, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_geglu(const float* x, std::size_t rows, std::size_t inner, float* y, const DeviceContext& ctx) {
   if (rows == 0 || inner == 0) return;
-  geglu_kernel<<<blocks_for(rows * inner), kThreads, 0, ctx.stream()>>>(x, rows, inner, y);
+  launch_kernel(geglu_kernel, blocks_for(rows * inner), kThreads, 0, ctx.stream(), x, rows, inner, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -149,7 +149,7 @@ void launch_upsample_nearest2x(const float* x, std::size_t planes, int height, i
                                const DeviceContext& ctx) {
   require(height > 0 && width > 0, "launch_upsample_nearest2x", "empty planes");
   if (planes == 0) return;
-  upsample_kernel<<<blocks_for(planes * 4 * height * width), kThreads, 0, ctx.stream()>>>(x, planes, height, width, y);
+  launch_kernel(upsample_kernel, blocks_for(planes * 4 * height * width), kThreads, 0, ctx.stream(), x, planes, height, width, y);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -50,7 +50,7 @@ void launch_rows(const float* gate, const float* up, std::size_t n, std::size_t 
   check_half_copy(half, "launch_glu");
   if (n == 0) return;
   const auto blocks = static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
-  glu_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(gate, up, n, width, row_stride, act, out, half);
+  launch_kernel(glu_kernel, blocks, kThreads, 0, ctx.stream(), gate, up, n, width, row_stride, act, out, half);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -68,7 +68,7 @@ void launch_swiglu_stacked(const float* gate_up, int rows, int width, HalfCopy o
   if (width % 4 == 0 && rows <= kMaxRows && is_aligned(gate_up, 16) && is_aligned(out.data, 8)) {
     if (rows == 0) return;
     const dim3 grid((width / 4 + kThreads - 1) / kThreads, rows);
-    swiglu_stacked_kernel<<<grid, kThreads, 0, ctx.stream()>>>(gate_up, width, out);
+    launch_kernel(swiglu_stacked_kernel, grid, kThreads, 0, ctx.stream(), gate_up, width, out);
     RF_GPU_CHECK_LAUNCH();
     return;
   }

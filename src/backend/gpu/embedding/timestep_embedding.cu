@@ -28,7 +28,7 @@ void launch_timestep_embedding(const float* timesteps, int n, int dim, bool flip
                                float downscale_freq_shift, float max_period, float* y, const DeviceContext& ctx) {
   require(n >= 0 && dim >= 2 && max_period > 0, "launch_timestep_embedding", "bad count, width or period");
   if (n == 0) return;
-  timestep_kernel<<<n, kThreads, 0, ctx.stream()>>>(timesteps, dim, flip_sin_to_cos, downscale_freq_shift,
+  launch_kernel(timestep_kernel, n, kThreads, 0, ctx.stream(), timesteps, dim, flip_sin_to_cos, downscale_freq_shift,
                                                     logf(max_period), y);
   RF_GPU_CHECK_LAUNCH();
 }

@@ -64,9 +64,9 @@ void launch_round_to_16bit(const float* x, std::size_t n, DType type, std::uint1
   require(type == DType::F16 || type == DType::BF16, "launch_round_to_16bit", "type must be f16 or bf16");
   if (n == 0) return;
   if (type == DType::BF16) {
-    round_kernel<true><<<grid_for(n), kThreads, 0, ctx.stream()>>>(x, n, out);
+    launch_kernel(round_kernel<true>, grid_for(n), kThreads, 0, ctx.stream(), x, n, out);
   } else {
-    round_kernel<false><<<grid_for(n), kThreads, 0, ctx.stream()>>>(x, n, out);
+    launch_kernel(round_kernel<false>, grid_for(n), kThreads, 0, ctx.stream(), x, n, out);
   }
   RF_GPU_CHECK_LAUNCH();
 }
@@ -79,7 +79,7 @@ void launch_decode_to_f16(const WeightMatrix& w, std::uint16_t* out, const Devic
     using D = decltype(decoder);
     const int row_slices = decodable_slices<D>(w.data, static_cast<int>(w.cols), "launch_decode_to_f16");
     const std::size_t slices = w.rows * row_slices;
-    decode_f16_kernel<D><<<grid_for(slices), kThreads, 0, ctx.stream()>>>(static_cast<const std::uint8_t*>(w.data),
+    launch_kernel(decode_f16_kernel<D>, grid_for(slices), kThreads, 0, ctx.stream(), static_cast<const std::uint8_t*>(w.data),
                                                                      row_bytes(w.dtype, w.cols),
                                                                      static_cast<int>(w.cols), row_slices, slices, out);
     RF_GPU_CHECK_LAUNCH();

@@ -119,7 +119,7 @@ void launch_gemm_tiled(const WeightMatrix& w, const float* x, int n_tokens, floa
     const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols);
     const int decoded_cols = decodable_slices<D>(w.data, cols, "launch_gemm_tiled") / D::kSlicesPerBlock * D::kBlockElems;
     const dim3 grid((rows + kTileRows - 1) / kTileRows, (n_tokens + kTileTokens - 1) / kTileTokens);
-    gemm_tiled_kernel<D><<<grid, kThreads, 0, ctx.stream()>>>(static_cast<const std::uint8_t*>(w.data),
+    launch_kernel(gemm_tiled_kernel<D>, grid, kThreads, 0, ctx.stream(), static_cast<const std::uint8_t*>(w.data),
                                                         row_bytes(w.dtype, w.cols), rows, cols, decoded_cols, x,
                                                         n_tokens, out);
     RF_GPU_CHECK_LAUNCH();

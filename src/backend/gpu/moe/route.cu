@@ -28,9 +28,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Token t's k picks, by the warp: pick j's expert and weight to lane j. The softmax's values are
-// recomputed in each round from the logits (the same expression, so the same bits) rather than kept:
-// a lane would need n_experts / warp size registers.
+// Token t's k picks, by the warp: pick j's expert and weight to lane j (none where expert is null). The
+// softmax's values are recomputed in each round from the logits (the same expression, so the same bits)
+// rather than kept: a lane would need n_experts / warp size registers.
 __device__ void pick_experts(const float* row, int n_experts, int k, bool renormalize, int* expert, float* weight) {
   const int lane = static_cast<int>(threadIdx.x) % RF_WARP_SIZE;
   float max = -INFINITY;
@@ -56,20 +56,25 @@ __device__ void pick_experts(const float* row, int n_experts, int k, bool renorm
     last_p = best_p, last = best, chosen += best_p;
     if (lane == j) my_p = best_p, my_expert = best;
   }
-  if (lane < k) *expert = my_expert, *weight = renormalize ? my_p / chosen : my_p;
+  if (lane < k && expert) *expert = my_expert, *weight = renormalize ? my_p / chosen : my_p;
 }
 
 __global__ void __launch_bounds__(kThreads) route_kernel(const float* logits, int n_tokens, int n_experts, int k,
                                                          bool renormalize, ExpertRoutes routes) {
-  extern __shared__ std::uint16_t picks[];  // n_tokens * k experts
+  RF_DYNAMIC_SHARED(std::uint16_t, picks);  // n_tokens * k experts
   __shared__ int begin[kMostExperts + 1];
   begin_dependent();
   const int thread = static_cast<int>(threadIdx.x), lane = thread % RF_WARP_SIZE;
   const int n_picks = n_tokens * k;
-  for (int t = thread / RF_WARP_SIZE; t < n_tokens; t += kThreads / RF_WARP_SIZE) {
-    const int at = t * k + min(lane, k - 1);
-    pick_experts(logits + static_cast<std::size_t>(t) * n_experts, n_experts, k, renormalize,
-                 &routes.pick_expert[at], &routes.pick_weight[at]);
+  // The trip count is the block's, so that every warp runs as many shuffles (a warp past the last token
+  // picks that token's experts again and writes nothing): HIP-CPU's shuffles are block-wide barriers,
+  // which warps left out of a round desynchronise for the rest of the launch and the next.
+  constexpr int kWarps = kThreads / RF_WARP_SIZE;
+  for (int first = 0; first < n_tokens; first += kWarps) {
+    const int t = first + thread / RF_WARP_SIZE;
+    const int at = min(t, n_tokens - 1) * k + min(lane, k - 1);
+    pick_experts(logits + static_cast<std::size_t>(min(t, n_tokens - 1)) * n_experts, n_experts, k, renormalize,
+                 t < n_tokens ? &routes.pick_expert[at] : nullptr, &routes.pick_weight[at]);
   }
   for (int e = thread; e <= n_experts; e += kThreads) begin[e] = 0;
   __syncthreads();

@@ -213,9 +213,9 @@ template <bool kVector>
 void launch_group_kernels(const float* x, const GroupSplit& split, int batch, const float* gamma, const float* beta,
                           float eps, bool silu_after, float* y, Moments* moments, const DeviceContext& ctx) {
   const dim3 grid(split.chunks, batch * split.groups);
-  group_moments_kernel<kVector><<<grid, kThreads, 0, ctx.stream()>>>(x, split, moments);
+  launch_kernel(group_moments_kernel<kVector>, grid, kThreads, 0, ctx.stream(), x, split, moments);
   RF_GPU_CHECK_LAUNCH();
-  group_apply_kernel<kVector><<<grid, kThreads, 0, ctx.stream()>>>(x, moments, split, gamma, beta, eps, silu_after, y);
+  launch_kernel(group_apply_kernel<kVector>, grid, kThreads, 0, ctx.stream(), x, moments, split, gamma, beta, eps, silu_after, y);
   RF_GPU_CHECK_LAUNCH();
 }
 
@@ -253,7 +253,7 @@ void launch_layer_norm(const float* x, int rows, int n, const float* gamma, cons
                        const DeviceContext& ctx) {
   require(rows >= 0 && n > 0, "launch_layer_norm", "empty rows");
   if (rows == 0) return;
-  layer_norm_kernel<<<rows, kThreads, 0, ctx.stream()>>>(x, n, gamma, beta, eps, y);
+  launch_kernel(layer_norm_kernel, rows, kThreads, 0, ctx.stream(), x, n, gamma, beta, eps, y);
   RF_GPU_CHECK_LAUNCH();
 }
 

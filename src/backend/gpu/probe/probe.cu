@@ -39,17 +39,17 @@ __global__ void __launch_bounds__(kThreads) fill_bf16_kernel(std::uint16_t* out,
 }  // namespace
 
 void launch_read_all(const float* data, std::size_t n, float* partial, unsigned blocks, const DeviceContext& ctx) {
-  read_all_kernel<<<blocks, kThreads, 0, ctx.stream()>>>(reinterpret_cast<const float4*>(data), n / 4, partial);
+  launch_kernel(read_all_kernel, blocks, kThreads, 0, ctx.stream(), reinterpret_cast<const float4*>(data), n / 4, partial);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_fill_random(float* out, std::size_t n, const DeviceContext& ctx) {
-  fill_kernel<<<kFillBlocks, kThreads, 0, ctx.stream()>>>(out, n);
+  launch_kernel(fill_kernel, kFillBlocks, kThreads, 0, ctx.stream(), out, n);
   RF_GPU_CHECK_LAUNCH();
 }
 
 void launch_fill_random_bf16(std::uint16_t* out, std::size_t n, const DeviceContext& ctx) {
-  fill_bf16_kernel<<<kFillBlocks, kThreads, 0, ctx.stream()>>>(out, n);
+  launch_kernel(fill_bf16_kernel, kFillBlocks, kThreads, 0, ctx.stream(), out, n);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kThreads)
                           const std::int32_t* slots, HeadShape shape, const float* inv_freq, bool split_halves,
                           KvCacheLayer cache) {
   begin_dependent();
-  extern __shared__ float trig[];
+  RF_DYNAMIC_SHARED(float, trig);
   const int t = blockIdx.x;
   const int half = shape.head_dim / 2;
   const int position = positions[t];

@@ -27,6 +27,9 @@ std::string why_no_device(gpuError_t status) {
 std::string arch_name(const gpuDeviceProp& prop) {
 #if defined(ROCMFORGE_GPU_CUDA)
   return fmt::format("sm_{}{}", prop.major, prop.minor);
+#elif defined(__HIP_CPU_RT__)
+  (void)prop;
+  return "hip-cpu";  // the CPU runs the HIP kernels: no gfx target
 #else
   return prop.gcnArchName;
 #endif
@@ -46,7 +49,11 @@ DeviceScan scan_devices() {
   for (int i = 0; i < count; ++i) {
     gpuDeviceProp prop{};
     RF_GPU_CHECK(gpuGetDeviceProperties(&prop, i));
-    scan.devices.push_back({i, prop.name, arch_name(prop), prop.totalGlobalMem, prop.warpSize, prop.multiProcessorCount});
+    // The attribute, not prop.warpSize: HIP-CPU's properties give the CPU's SIMD width there, its
+    // attribute (hip_cpu_compat.h) the 64-lane wavefront the kernels run.
+    int warp_size = 0;
+    RF_GPU_CHECK(gpuDeviceGetAttribute(&warp_size, gpuDevAttrWarpSize, i));
+    scan.devices.push_back({i, prop.name, arch_name(prop), prop.totalGlobalMem, warp_size, prop.multiProcessorCount});
   }
   return scan;
 }

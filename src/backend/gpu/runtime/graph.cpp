@@ -1,6 +1,20 @@
 #include "backend/gpu/runtime/graph.h"
 
+#if defined(__HIP_CPU_RT__)
+#include "util/error.h"
+#endif
+
 namespace rf::gpu {
+
+#if defined(__HIP_CPU_RT__)
+
+CapturedGraph::CapturedGraph(gpuStream_t, const std::function<void()>&) {
+  throw Error("graph capture: HIP-CPU has no graphs (check kGraphCapture and launch eagerly)");
+}
+CapturedGraph::~CapturedGraph() = default;
+void CapturedGraph::launch(gpuStream_t) const {}
+
+#else
 
 CapturedGraph::CapturedGraph(gpuStream_t stream, const std::function<void()>& launches) {
   // Thread-local: another thread's unrelated runtime calls neither join nor break the capture.
@@ -25,5 +39,7 @@ CapturedGraph::~CapturedGraph() {
 }
 
 void CapturedGraph::launch(gpuStream_t stream) const { RF_GPU_CHECK(gpuGraphLaunch(exec_, stream)); }
+
+#endif
 
 }  // namespace rf::gpu

@@ -9,6 +9,14 @@
 
 namespace rf::gpu {
 
+// Whether this build's runtime captures graphs: HIP-CPU (the hip-cpu preset) has no graph API, so
+// callers launch eagerly there and a CapturedGraph made anyway throws.
+#if defined(__HIP_CPU_RT__)
+inline constexpr bool kGraphCapture = false;
+#else
+inline constexpr bool kGraphCapture = true;
+#endif
+
 class CapturedGraph {
  public:
   // Records what `launches` enqueues on `stream` (nothing runs while it does) and instantiates it.
@@ -22,7 +30,11 @@ class CapturedGraph {
   void launch(gpuStream_t stream) const;
 
  private:
+#if defined(__HIP_CPU_RT__)
+  void* exec_ = nullptr;
+#else
   gpuGraphExec_t exec_ = nullptr;
+#endif
 };
 
 }  // namespace rf::gpu

@@ -1,6 +1,8 @@
 #pragma once
 // The one place where CUDA and HIP differ by name. Kernels and host code use the gpu* names and
-// RF_* macros below; the build defines ROCMFORGE_GPU_CUDA (nvcc) or ROCMFORGE_GPU_HIP (ROCm clang).
+// RF_* macros below; the build defines ROCMFORGE_GPU_CUDA (nvcc) or ROCMFORGE_GPU_HIP (ROCm clang, or
+// the host compiler against ROCm's HIP CPU runtime, which then defines __HIP_CPU_RT__: the hip-cpu
+// preset, a test of the HIP path on the CPU with 64-wide wavefronts).
 // The host half is plain C++ (included by .cpp files too); the device half is compiled only by the
 // GPU compilers.
 
@@ -60,6 +62,9 @@ using gpuGraphExec_t = cudaGraphExec_t;
 
 #elif defined(ROCMFORGE_GPU_HIP)
 #include <hip/hip_runtime_api.h>
+#if defined(__HIP_CPU_RT__)
+#include "backend/gpu/runtime/hip_cpu_compat.h"  // what HIP-CPU leaves out of HIP
+#endif
 
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
@@ -103,6 +108,7 @@ inline constexpr gpuError_t gpuErrorOutOfMemory = hipErrorOutOfMemory;
 #define gpuEventDisableTiming hipEventDisableTiming
 #define gpuHostAlloc hipHostMalloc
 #define gpuFreeHost hipHostFree
+#if !defined(__HIP_CPU_RT__)  // HIP-CPU has no graphs (runtime/graph.h: kGraphCapture)
 using gpuGraph_t = hipGraph_t;
 using gpuGraphExec_t = hipGraphExec_t;
 #define gpuStreamBeginCapture hipStreamBeginCapture
@@ -112,6 +118,7 @@ using gpuGraphExec_t = hipGraphExec_t;
 #define gpuGraphLaunch hipGraphLaunch
 #define gpuGraphDestroy hipGraphDestroy
 #define gpuGraphExecDestroy hipGraphExecDestroy
+#endif
 
 #else
 #error "vendor.h needs ROCMFORGE_GPU_CUDA or ROCMFORGE_GPU_HIP (link rf_gpu)"
@@ -143,6 +150,9 @@ inline constexpr int kExitDeviceLost = 3;
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // ---- Device half ----
+#include <cstddef>
+#include <utility>
+
 #if defined(ROCMFORGE_GPU_CUDA)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -155,8 +165,11 @@ inline constexpr int kExitDeviceLost = 3;
 // CDNA (gfx9: gfx908, gfx90a, gfx94x) runs 64-wide wavefronts; RDNA (gfx10+) 32-wide; NVIDIA 32.
 // On HIP the host pass sees a placeholder value, so RF_WARP_SIZE must never shape a kernel's
 // signature or a launch: host code sizes launches in threads, kernels split them into warps.
+// HIP-CPU runs 64-lane wavefronts (its warpSize).
 #if defined(ROCMFORGE_GPU_CUDA)
 #define RF_WARP_SIZE 32
+#elif defined(__HIP_CPU_RT__)
+#define RF_WARP_SIZE 64
 #elif defined(__AMDGCN_WAVEFRONT_SIZE)
 #define RF_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
 #elif defined(__GFX9__)
@@ -172,6 +185,14 @@ inline constexpr int kExitDeviceLost = 3;
 #define RF_LAUNCH_BOUNDS_CAPPED(threads, registers) __maxnreg__(registers)
 #else
 #define RF_LAUNCH_BOUNDS_CAPPED(threads, registers) __launch_bounds__(threads)
+#endif
+
+// RF_DYNAMIC_SHARED(type, name): `name`, the launch's dynamic shared memory as an array of `type`
+// (extern __shared__ type name[]). HIP-CPU has no extern shared arrays: its own macro gives a pointer.
+#if defined(__HIP_CPU_RT__)
+#define RF_DYNAMIC_SHARED(type, name) HIP_DYNAMIC_SHARED(type, name)
+#else
+#define RF_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
 // The widest warp of any target: launch shapes built from it hold whole warps everywhere.
@@ -201,6 +222,18 @@ __device__ __forceinline__ int dot4_i8(int a, int b, int c) {
 #else
   for (int i = 0; i < 32; i += 8) c += static_cast<signed char>(a >> i) * static_cast<signed char>(b >> i);
   return c;
+#endif
+}
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args...), in a form the host compiler takes too (HIP-CPU
+// has no <<<>>>; hipLaunchKernelGGL is its launch). Then RF_GPU_CHECK_LAUNCH() as after any launch.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes, gpuStream_t stream,
+            Args&&... args) {
+#if defined(__HIP_CPU_RT__)
+  hipLaunchKernelGGL(kernel, grid, block, shared_bytes, stream, std::forward<Args>(args)...);
+#else
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
 #endif
 }
 

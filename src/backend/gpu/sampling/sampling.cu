@@ -278,18 +278,17 @@ void launch_sample(float* logits, int rows, int vocab, const RowSampling* params
   require(rows >= 0 && vocab > 0 && vocab < (1 << 24), "launch_sample", "vocabulary must hold 1 to 2^24 tokens");
   if (rows == 0) return;
   if (masks) {
-    mask_kernel<<<dim3((vocab + kMaskThreads - 1) / kMaskThreads, rows), kMaskThreads, 0, ctx.stream()>>>(
-        logits, vocab, params, reinterpret_cast<const u64*>(masks));
+    launch_kernel(mask_kernel, dim3((vocab + kMaskThreads - 1) / kMaskThreads, rows), kMaskThreads, 0, ctx.stream(), logits, vocab, params, reinterpret_cast<const u64*>(masks));
     RF_GPU_CHECK_LAUNCH();
   }
   if (history) {
-    penalty_kernel<<<rows, kPenaltyThreads, 0, ctx.stream()>>>(logits, vocab, params, history, counts);
+    launch_kernel(penalty_kernel, rows, kPenaltyThreads, 0, ctx.stream(), logits, vocab, params, history, counts);
     RF_GPU_CHECK_LAUNCH();
   }
   auto* slice_best = reinterpret_cast<u64*>(scratch);
-  slice_best_kernel<<<dim3(slices_of(vocab), rows), kSliceThreads, 0, ctx.stream()>>>(logits, vocab, slice_best);
+  launch_kernel(slice_best_kernel, dim3(slices_of(vocab), rows), kSliceThreads, 0, ctx.stream(), logits, vocab, slice_best);
   RF_GPU_CHECK_LAUNCH();
-  sample_kernel<<<rows, kSampleThreads, 0, ctx.stream()>>>(logits, vocab, params, slice_best, tokens);
+  launch_kernel(sample_kernel, rows, kSampleThreads, 0, ctx.stream(), logits, vocab, params, slice_best, tokens);
   RF_GPU_CHECK_LAUNCH();
 }
 

@@ -33,6 +33,9 @@ TEST_F(Device, BufferRoundTripAndPoison) {
 // An allocation the device cannot hold is an rf::Error saying how much was asked and free (issue
 // #29), and leaves the device usable.
 TEST_F(Device, OutOfMemoryIsAnErrorSayingWhatIsFree) {
+#if defined(ROCMFORGE_GPU_HIP_CPU)
+  GTEST_SKIP() << "HIP-CPU's device memory is the host's, which overcommits rather than refuse";
+#endif
   const std::size_t too_much = std::size_t{1} << 44;  // 16 TiB
   try {
     DeviceBuffer<std::uint8_t> buffer(too_much);
@@ -51,6 +54,9 @@ TEST_F(Device, OutOfMemoryIsAnErrorSayingWhatIsFree) {
 // rather than failing every later call (and every request) or hanging. The death test runs in a
 // fresh process ("threadsafe"): a forked child cannot use its parent's device context.
 TEST_F(Device, ALostContextEndsTheProcessSayingWhy) {
+#if defined(ROCMFORGE_GPU_HIP_CPU)
+  GTEST_SKIP() << "on HIP-CPU a kernel's bad write is the host process's segmentation fault, not a runtime error";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {

@@ -88,17 +88,16 @@ void launch_attention_materialised(const DeviceContext& ctx, const float* q, KvC
                                    values_t};
   for (int h = 0; h < shape.n_heads; ++h) {
     if (h % group == 0) {
-      gather_kv_kernel<<<blocks_for(static_cast<std::size_t>(n_keys) * head_dim), kThreads, 0, ctx.stream()>>>(
-          cache, batch, kv_dim, h / group, head_dim, n_keys, keys, values_t);
+      launch_kernel(gather_kv_kernel, blocks_for(static_cast<std::size_t>(n_keys) * head_dim), kThreads, 0, ctx.stream(), cache, batch, kv_dim, h / group, head_dim, n_keys, keys, values_t);
     }
-    gather_head_kernel<<<blocks_for(static_cast<std::size_t>(n) * head_dim), kThreads, 0, ctx.stream()>>>(q, q_dim, h, head_dim,
+    launch_kernel(gather_head_kernel, blocks_for(static_cast<std::size_t>(n) * head_dim), kThreads, 0, ctx.stream(), q, q_dim, h, head_dim,
                                                                                                     n, q_head);
     RF_GPU_CHECK_LAUNCH();
     launch_gemm(ctx, keys_matrix, q_head, n, scores);
-    causal_softmax_kernel<<<n, kThreads, 0, ctx.stream()>>>(scores, n_keys, batch.positions, scale);
+    launch_kernel(causal_softmax_kernel, n, kThreads, 0, ctx.stream(), scores, n_keys, batch.positions, scale);
     RF_GPU_CHECK_LAUNCH();
     launch_gemm(ctx, values_matrix, scores, n, out_head);
-    scatter_head_kernel<<<blocks_for(static_cast<std::size_t>(n) * head_dim), kThreads, 0, ctx.stream()>>>(out_head, q_dim, h,
+    launch_kernel(scatter_head_kernel, blocks_for(static_cast<std::size_t>(n) * head_dim), kThreads, 0, ctx.stream(), out_head, q_dim, h,
                                                                                                      head_dim, n, out);
     RF_GPU_CHECK_LAUNCH();
   }

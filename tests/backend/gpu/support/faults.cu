@@ -11,7 +11,7 @@ __global__ void write_through_kernel(float* p) { *p = 1.0f; }
 
 void launch_illegal_write(const DeviceContext& ctx) {
   // An address no allocation has: the write faults (cudaErrorIllegalAddress, hipErrorIllegalAddress).
-  write_through_kernel<<<1, 1, 0, ctx.stream()>>>(reinterpret_cast<float*>(std::uintptr_t{0x10}));
+  launch_kernel(write_through_kernel, dim3(1), dim3(1), 0, ctx.stream(), reinterpret_cast<float*>(std::uintptr_t{0x10}));
   RF_GPU_CHECK_LAUNCH();
 }
 
