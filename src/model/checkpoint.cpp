@@ -43,13 +43,7 @@ GenerationDefaults read_generation_config(const fs::path& path, std::vector<std:
   if (auto it = j.find("do_sample"); it != j.end() && it->is_boolean()) g.do_sample = it->get<bool>();
   // generation_config.json's eos ids (often a list with end-of-turn tokens) take precedence.
   if (auto it = j.find("eos_token_id"); it != j.end() && !it->is_null()) {
-    eos_ids.clear();
-    for (const auto& id : it->is_array() ? *it : json::array({*it})) {
-      if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX) {
-        fail("{}: \"eos_token_id\" must hold token ids, got {}", path.string(), id.dump());
-      }
-      eos_ids.push_back(id.get<std::int32_t>());
-    }
+    eos_ids = json_token_ids(j, "eos_token_id", path.string());
   }
   return g;
 }

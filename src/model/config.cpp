@@ -86,24 +86,6 @@ bool json_bool(const json& j, const char* key, const std::string& source, bool f
   return v->get<bool>();
 }
 
-// eos_token_id is an int or a list of ints.
-std::vector<std::int32_t> json_token_ids(const json& j, const char* key, const std::string& source) {
-  const json* v = find_key(j, key);
-  std::vector<std::int32_t> ids;
-  if (!v) return ids;
-  auto add = [&](const json& item) {
-    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > INT32_MAX) {
-      fail("{}: \"{}\" must hold token ids, got {}", source, key, v->dump());
-    }
-    ids.push_back(item.get<std::int32_t>());
-  };
-  if (v->is_array()) {
-    for (const auto& item : *v) add(item);
-  } else {
-    add(*v);
-  }
-  return ids;
-}
 
 Arch arch_from_hf(const json& config, const std::string& source) {
   std::string type;
@@ -396,6 +378,24 @@ void read_gguf_moe(const GgufFile& gguf, const std::string& arch, ModelConfig& c
 }
 
 }  // namespace
+
+std::vector<std::int32_t> json_token_ids(const json& j, const char* key, const std::string& source) {
+  const json* v = find_key(j, key);  // absent or null: none
+  std::vector<std::int32_t> ids;
+  if (!v) return ids;
+  auto add = [&](const json& item) {
+    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > INT32_MAX) {
+      fail("{}: \"{}\" must hold token ids, got {}", source, key, item.dump());
+    }
+    ids.push_back(item.get<std::int32_t>());
+  };
+  if (v->is_array()) {
+    for (const auto& item : *v) add(item);
+  } else {
+    add(*v);
+  }
+  return ids;
+}
 
 std::string arch_name(Arch arch) {
   switch (arch) {

@@ -109,6 +109,9 @@ void set_gemma_windows(ModelConfig& config, int window);
 // `source` names the file in error messages.
 ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source);
 ModelConfig config_from_gguf(const GgufFile& gguf);
+// A field holding a token id or a list of them (eos_token_id), each checked to be a valid id; empty
+// where the field is absent or null. `source` names the file in error messages.
+std::vector<std::int32_t> json_token_ids(const nlohmann::json& j, const char* key, const std::string& source);
 
 // Inverse frequencies of each rotated pair (rope_dims() / 2 values), with the scaling applied.
 // `freq_factors`, when given (GGUF's rope_freqs tensor), divides them instead of the scaling rule.
