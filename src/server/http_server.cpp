@@ -70,10 +70,12 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
       default: return send_error(res, res.status, fmt::format("HTTP {}", res.status));
     }
   });
-  http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  // Every response, the error handler's too, passes here before its first byte is written: a client
+  // that has its answer finds it counted (the logger runs only after the body is sent).
+  http_.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     context_.counters.count(route_of(req.path), res.status);
-    access_log::end(req, res);
   });
+  http_.set_logger([](const httplib::Request& req, const httplib::Response& res) { access_log::end(req, res); });
   add_status_routes(http_, context_);
   add_openai_routes(http_, context_);
   add_llama_server_routes(http_, context_);
