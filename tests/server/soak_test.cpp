@@ -1,4 +1,4 @@
-// Hundreds of concurrent clients on loopback, streaming or not, a share of them hanging up at a
+// A thousand concurrent clients on loopback, streaming or not, a share of them hanging up at a
 // random moment. Bounded in time; afterwards the server still answers, every KV block is free
 // and the process has not grown.
 #include <unistd.h>
@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kClients = 300;
+constexpr int kClients = 1000;
 constexpr auto kTimeLimit = 60s;
 
 std::size_t resident_bytes() {
@@ -72,8 +72,8 @@ void run_clients(int port, int count, int seed, Tally& tally) {
   for (auto& t : threads) t.join();
 }
 
-TEST(Soak, HundredsOfClientsSomeHangingUp) {
-  SchedulerOptions scheduler{.max_running = 64, .max_queued = 512};
+TEST(Soak, AThousandClientsSomeHangingUp) {
+  SchedulerOptions scheduler{.max_running = 64, .max_queued = kClients};
   TestServer server(demo_service(scheduler, 8192), ServerOptions{.threads = kClients + 64});
   const auto& metrics = server.model().scheduler().metrics();
 
