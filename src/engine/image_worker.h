@@ -54,13 +54,13 @@ struct ImageEvent {
   enum class Kind { progress, preview, complete, failed };
   Kind kind = Kind::progress;
   int step = 0, steps = 0;   // progress and preview: steps done (from 1) of steps
-  std::vector<std::uint8_t> preview;  // preview: the first image's, a PNG
+  std::vector<std::uint8_t> preview = {};  // preview: the first image's, a PNG
   // complete: the images, each with its seed and its A1111 parameters; png() encodes one, on the
   // reader's thread, so that the worker goes on to the next job meanwhile.
-  std::vector<Image> images;
-  std::vector<std::uint64_t> seeds;
-  std::vector<std::string> infotexts;
-  std::string message;     // failed
+  std::vector<Image> images = {};
+  std::vector<std::uint64_t> seeds = {};
+  std::vector<std::string> infotexts = {};
+  std::string message = {};  // failed
   bool cancelled = false;  // failed: because the job was cancelled
 
   std::vector<std::uint8_t> png(std::size_t image) const;
