@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/runner_options.h"
 #include "engine/backend_select.h"
 #include "models/stable_diffusion/memory_estimate.h"
 #include "models/stable_diffusion/pipeline.h"
@@ -103,6 +104,7 @@ void add_bench_image_command(CLI::App& app) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--device", flags->device, "auto, cpu, cuda[:N] or rocm[:N]")->capture_default_str();
+  add_gpu_memory_option(*cmd);
   cmd->add_option("-t,--threads", flags->threads, "CPU threads (0: one per hardware thread)");
   cmd->callback([flags] { run(*flags); });
 }

@@ -195,6 +195,7 @@ void add_image_command(CLI::App& app) {
   cmd->add_option("--prediction", flags->prediction, "Override the model's prediction type: epsilon or v_prediction");
   cmd->add_option("--device", flags->device, "auto (the first GPU, else the CPU), cpu, cuda[:N] or rocm[:N]")
       ->capture_default_str();
+  add_gpu_memory_option(*cmd);
   cmd->add_option("-t,--threads", flags->threads, "CPU threads (0: one per hardware thread)");
   cmd->add_option("-o,--output", flags->output, "The PNG to write")->capture_default_str();
   cmd->callback([flags] { run(*flags); });

@@ -14,6 +14,7 @@ namespace rf::cli {
 void RunnerFlags::add_to(CLI::App& command) {
   command.add_option("-m,--model", model, "Model: a Hugging Face folder or a .gguf file (default: the bundled demo model)");
   add_device_option(command, options);
+  add_gpu_memory_option(command);
   command.add_option("-t,--threads", options.threads, "CPU threads (0: all)")->check(CLI::NonNegativeNumber);
   command.add_option("-c,--ctx-size,--ctx", options.ctx_size, "Context size in tokens (0: the model's, at most 4096)")
       ->check(CLI::NonNegativeNumber);
@@ -22,19 +23,37 @@ void RunnerFlags::add_to(CLI::App& command) {
   add_batch_invariant_flag(command, options);
 }
 
-void add_device_option(CLI::App& command, RunnerOptions& options) {
-  const CLI::Validator device_value(
-      [](std::string& value) {
+namespace {
+
+// A validator from a parser that throws rf::Error: the parser's message is the one CLI11 prints.
+template <class Parse>
+CLI::Validator validator_of(Parse parse, const std::string& name) {
+  return CLI::Validator(
+      [parse](std::string& value) {
         try {
-          parse_device(value);
+          parse(value);
           return std::string();
         } catch (const Error& e) {
           return std::string(e.what());
         }
       },
-      "DEVICE");
+      name);
+}
+
+}  // namespace
+
+void add_device_option(CLI::App& command, RunnerOptions& options) {
   command.add_option("--device", options.device, "auto, cpu, cuda or rocm (the first GPU), cuda:N or rocm:N (GPU N)")
-      ->check(device_value);
+      ->check(validator_of(parse_device, "DEVICE"));
+}
+
+void add_gpu_memory_option(CLI::App& command) {
+  command
+      .add_option_function<std::string>(
+          "--gpu-memory", [](const std::string& value) { bound_gpu_memory(parse_memory_bound(value)); },
+          "The most GPU memory rocmforge's buffers take of the device: a share of it (0.9) or a size (20GiB, "
+          "512MiB); a model that does not fit fails at load, a request that would pass it fails alone")
+      ->check(validator_of(parse_memory_bound, "SHARE|SIZE"));
 }
 
 void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options) {

@@ -19,6 +19,10 @@ std::string default_image_model_path();
 // --device, checked by engine/backend_select.h's parse_device; for RunnerFlags and bench.
 void add_device_option(CLI::App& command, RunnerOptions& options);
 
+// --gpu-memory (engine/backend_select.h's bound_gpu_memory), applied as it is parsed; for RunnerFlags
+// and the image commands.
+void add_gpu_memory_option(CLI::App& command);
+
 // --batch-invariant, for RunnerFlags and for bench, which takes its runner options one by one.
 void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options);
 

@@ -38,13 +38,16 @@ llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
 void require_room(int device, const Checkpoint& checkpoint, const llama::GpuForwardOptions& options) {
   const MemoryFootprint need = llama::GpuForward::footprint(checkpoint.config(), checkpoint.weight_bytes(), options);
   const gpu::MemoryUse use = gpu::memory_use(device);
-  if (need.total() <= use.free) return;
+  if (need.total() <= use.room()) return;
+  const std::string within = use.bound < use.total ? fmt::format(" (--gpu-memory allows {}, {} of it in use)",
+                                                                  gpu::gib(use.bound), gpu::gib(use.held))
+                                                    : "";
   fail("{}:{}: the model needs {} of GPU memory (weights {}, KV cache {} for {} tokens, activations {} for {} "
-       "tokens a step), and {} of the device's {} are free; lower --kv-size, --ctx-size or --batch-size, or use a smaller "
-       "quantization",
+       "tokens a step), and {} of the device's {} are free{}; lower --kv-size, --ctx-size or --batch-size, or use a "
+       "smaller quantization",
        kGpuDevice, device, gpu::gib(need.total()), gpu::gib(need.weights), gpu::gib(need.kv_cache),
        static_cast<long long>(options.kv_blocks) * options.block_size, gpu::gib(need.activations),
-       options.max_batch_tokens, gpu::gib(use.free), gpu::gib(use.total));
+       options.max_batch_tokens, gpu::gib(use.free), gpu::gib(use.total), within);
 }
 #endif
 
@@ -61,6 +64,8 @@ void read_in_weights(const Checkpoint& checkpoint, const ProgressFn& progress) {
 }
 
 std::string_view display_name(const std::string& device) { return device == "cuda" ? "CUDA" : "ROCm"; }
+
+bool gpu_memory_bounded = false;  // a run on the CPU says that --gpu-memory bounds nothing there
 
 }  // namespace
 
@@ -103,7 +108,15 @@ std::optional<int> resolve_gpu(const std::string& device) {
     fail("--device {}: this build of rocmforge has no {} backend (build the '{}' preset)", device,
          display_name(choice.kind), choice.kind);
   }
+  if (gpu_memory_bounded) fmt::print(stderr, "rocmforge: --gpu-memory bounds GPU memory; this runs on the CPU\n");
   return std::nullopt;
+}
+
+void bound_gpu_memory(const MemoryBound& bound) {
+  gpu_memory_bounded = bound.bounds_anything();
+#if defined(ROCMFORGE_GPU_BACKEND)
+  gpu::set_memory_bound(bound);
+#endif
 }
 
 std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const Checkpoint& checkpoint,

@@ -9,6 +9,7 @@
 #include "backend/image_backend.h"
 #include "model/checkpoint.h"
 #include "model/forward_pass.h"
+#include "util/memory_bound.h"
 #include "util/progress_meter.h"
 
 namespace rf {
@@ -45,6 +46,10 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
 
 // The GPU a --device value picks (by the rules above), or nullopt for the CPU.
 std::optional<int> resolve_gpu(const std::string& device);
+
+// --gpu-memory: what rocmforge's buffers may take of each GPU from now on; models that do not fit
+// within it fail at load, and a request that would pass it fails alone. The CPU ignores it, saying so.
+void bound_gpu_memory(const MemoryBound& bound);
 
 // Stable Diffusion's operations on the --device asked for (same rules); the pool must outlive it.
 std::unique_ptr<ImageBackend> make_image_backend(const std::string& device, ThreadPool& pool);

@@ -73,8 +73,9 @@ void CachingAllocator::add_segment(std::size_t request) {
     p = source_.allocate(bytes);
   }
   if (!p) {
-    fail("out of device memory: {:.1f} MiB more were needed, with {:.1f} MiB in use and {:.1f} MiB held", mib(bytes),
-         mib(in_use_), mib(held_));
+    fail("out of device memory (or at the --gpu-memory bound): {:.1f} MiB more were needed, with {:.1f} MiB in use "
+         "and {:.1f} MiB held",
+         mib(bytes), mib(in_use_), mib(held_));
   }
   const auto base = reinterpret_cast<std::uintptr_t>(p);
   segments_.emplace(base, bytes);

@@ -349,6 +349,17 @@ TEST(Cli, ValuesOutOfSenseAreRefusedOrWarnedAbout) {
     EXPECT_NE(top_k.exit_code, 0) << command;
     EXPECT_NE(top_k.output.find("--top-k"), std::string::npos) << top_k.output;
   }
+  for (const auto& [command, needle] : {std::pair{"generate -p hi --gpu-memory 2", "--gpu-memory: '2': give a share"},
+                                        std::pair{"serve --gpu-memory 20XB", "--gpu-memory: '20XB': unknown unit 'XB'"}}) {
+    const CliRun bound = run(command);
+    EXPECT_NE(bound.exit_code, 0) << command;
+    EXPECT_NE(bound.output.find(needle), std::string::npos) << bound.output;
+  }
+  // A bound on GPU memory bounds nothing on the CPU, which is said.
+  const CliRun cpu_bound = run("generate -p hi -n 1 --device cpu --gpu-memory 0.5");
+  ASSERT_EQ(cpu_bound.exit_code, 0) << cpu_bound.output;
+  EXPECT_NE(cpu_bound.output.find("--gpu-memory bounds GPU memory; this runs on the CPU"), std::string::npos)
+      << cpu_bound.output;
   const CliRun threads = run("generate -p hi -n 1 --threads 999");
   ASSERT_EQ(threads.exit_code, 0) << threads.output;
   EXPECT_NE(threads.output.find("warning: --threads 999"), std::string::npos) << threads.output;

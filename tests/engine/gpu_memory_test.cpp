@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/gpu/runtime/devices.h"
+#include "engine/backend_select.h"
 #include "engine/model_runner.h"
 #include "util/error.h"
 
@@ -28,6 +29,26 @@ TEST(GpuMemory, AModelThatDoesNotFitFailsAtLoadSayingWhy) {
   }
   // The same model with a KV cache that fits loads on the same device.
   const ModelRunner fits(model, RunnerOptions{.threads = 1, .ctx_size = 64, .device = "auto"});
+  EXPECT_NE(fits.backend().device_name().find("cpu"), 0u) << fits.backend().device_name();
+}
+
+// Under --gpu-memory, a model that fits the device but not the bound fails at load naming the bound.
+TEST(GpuMemory, AModelPastTheBoundFailsAtLoadNamingIt) {
+  if (gpu::scan_devices().devices.empty()) GTEST_SKIP() << "no GPU";
+  const std::string model = std::string(ROCMFORGE_FIXTURES) + "/models/llama3/model.q4_k_m.gguf";
+  const RunnerOptions options{.threads = 1, .ctx_size = 64, .device = "auto"};
+  bound_gpu_memory({.bytes = std::uint64_t{1} << 20});
+  try {
+    ModelRunner runner(model, options);
+    ADD_FAILURE() << "the model loaded within 1 MiB";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    std::printf("[  message ] %s\n", what.c_str());
+    EXPECT_NE(what.find("the model needs"), std::string::npos) << what;
+    EXPECT_NE(what.find("(--gpu-memory allows 0.00 GiB"), std::string::npos) << what;
+  }
+  bound_gpu_memory({});
+  const ModelRunner fits(model, options);
   EXPECT_NE(fits.backend().device_name().find("cpu"), 0u) << fits.backend().device_name();
 }
 

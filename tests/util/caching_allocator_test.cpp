@@ -127,7 +127,7 @@ TEST(CachingAllocator, GivesBackFreeSegmentsWhenTheSourceIsFull) {
     allocator.allocate(1 * kMiB);
     ADD_FAILURE() << "no error when the source has no room";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("out of device memory: 2.0 MiB more were needed, with 16.0 MiB in use"),
+    EXPECT_NE(std::string(e.what()).find("out of device memory (or at the --gpu-memory bound): 2.0 MiB more were needed, with 16.0 MiB in use"),
               std::string::npos)
         << e.what();
   }

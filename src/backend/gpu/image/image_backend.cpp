@@ -31,12 +31,7 @@ namespace {
 // Tensors hold it alive, so one may outlive the backend.
 std::shared_ptr<CachingAllocator> make_activation_memory(const DeviceContext& ctx) {
   return std::make_shared<CachingAllocator>(CachingAllocator::Source{
-      [](std::size_t bytes) -> void* {
-        void* p = nullptr;
-        if (gpuMalloc(&p, bytes) == gpuSuccess) return p;
-        (void)gpuGetLastError();  // out of memory: an answer here, not an error for later checks
-        return nullptr;
-      },
+      [](std::size_t bytes) { return DeviceMemory::try_allocate(bytes); },
       [](void* p) { DeviceMemory::release(p); },
       [&ctx] { ctx.synchronize(); }});
 }

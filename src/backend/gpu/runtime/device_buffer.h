@@ -42,16 +42,13 @@ class Allocation {
   std::size_t count_ = 0;
 };
 
-// Throws rf::Error for a failed allocation of `bytes`; out of memory, it says how much was free.
-[[noreturn]] void throw_allocation_error(gpuError_t status, std::size_t bytes);
-
+// Device memory on the current device, counted against its MemoryBound (devices.h).
 struct DeviceMemory {
-  static void* allocate(std::size_t bytes) {
-    void* p = nullptr;
-    if (const gpuError_t status = gpuMalloc(&p, bytes); status != gpuSuccess) throw_allocation_error(status, bytes);
-    return p;
-  }
-  static void release(void* p) { (void)gpuFree(p); }
+  // Out of memory or past the bound, throws rf::Error saying what was asked, held and free.
+  static void* allocate(std::size_t bytes);
+  // nullptr where allocate would throw for lack of room.
+  static void* try_allocate(std::size_t bytes);
+  static void release(void* p);
 };
 
 // `count` elements of T in device memory, uninitialised.

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <optional>
 
 #include "backend/gpu/runtime/devices.h"
 #include "backend/gpu/gpu_test.h"
@@ -48,6 +49,35 @@ TEST_F(Device, OutOfMemoryIsAnErrorSayingWhatIsFree) {
   }
   DeviceBuffer<float> after(random_floats(64));
   EXPECT_EQ(after.download().size(), 64u);
+}
+
+// Under a bound (--gpu-memory) rocmforge's buffers take no more than it allows: a buffer past it is an
+// rf::Error naming the bound, or nullptr from try_allocate, and freeing a buffer makes room again.
+TEST_F(Device, TheMemoryBoundRefusesWhatWouldPassIt) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  const std::size_t held = memory_use(0).held;
+  set_memory_bound({.bytes = held + 64 * kMiB});
+  {
+    std::optional<DeviceBuffer<std::uint8_t>> first(48 * kMiB);
+    EXPECT_EQ(memory_use(0).held, held + 48 * kMiB);
+    EXPECT_EQ(memory_use(0).room(), std::min(memory_use(0).free, 16 * kMiB));
+    try {
+      DeviceBuffer<std::uint8_t> second(32 * kMiB);
+      ADD_FAILURE() << "a buffer past the bound was allocated";
+    } catch (const Error& e) {
+      std::printf("[  message ] %s\n", e.what());
+      EXPECT_NE(std::string(e.what()).find("0.03 GiB asked"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("that --gpu-memory allows"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(DeviceMemory::try_allocate(32 * kMiB), nullptr);
+    first.reset();
+    EXPECT_EQ(memory_use(0).held, held);
+    DeviceBuffer<std::uint8_t> fits(32 * kMiB);
+    EXPECT_EQ(memory_use(0).held, held + 32 * kMiB);
+  }
+  set_memory_bound({});
+  DeviceBuffer<std::uint8_t> unbounded(128 * kMiB);
+  EXPECT_EQ(memory_use(0).bound, memory_use(0).total);
 }
 
 // A fault that loses the device's context ends the process with kExitDeviceLost and a message,
