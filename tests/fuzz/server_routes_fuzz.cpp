@@ -4,18 +4,11 @@
 // the routes did not expect) is a finding. Token counts are capped at a few so that a run spends its
 // time on parsing, not on generating.
 #include <array>
-#include <chrono>
-#include <cstdlib>
 #include <memory>
-#include <thread>
-
-#include <fmt/format.h>
-#include <httplib.h>
-#include <spdlog/spdlog.h>
 
 #include "engine/model_runner.h"
 #include "fuzz_support.h"
-#include "server/http_server.h"
+#include "http_harness.h"
 #include "server/model_service.h"
 
 namespace {
@@ -26,24 +19,15 @@ constexpr std::array<const char*, 7> kRoutes = {"/v1/completions", "/v1/chat/com
                                                 "/v1/embeddings",  "/v1/jobs",             "/tokenize",
                                                 "/detokenize"};
 
-struct Server {
-  rf::server::HttpServer http{rf::server::ServerOptions{.port = 0, .threads = 8}};
-  int port = http.bind();
-  std::thread listener;
-
-  Server() {
-    spdlog::set_level(spdlog::level::off);  // every refused request would be logged
+rf::fuzz::InProcessServer& server() {
+  static rf::fuzz::InProcessServer instance([](rf::server::HttpServer& http) {
     auto runner = std::make_unique<rf::ModelRunner>(
         ROCMFORGE_FUZZ_SERVED_MODEL, rf::RunnerOptions{.threads = 1, .ctx_size = 256, .max_batch_tokens = 256});
     http.set_model(std::make_shared<rf::server::ModelService>(std::move(runner), "llama3",
                                                                  rf::SchedulerOptions{.max_running = 8, .max_queued = 32}));
-    listener = std::thread([this] { http.listen(); });
-  }
-  ~Server() {  // at exit: a joinable thread's destruction would terminate
-    http.stop();
-    listener.join();
-  }
-};
+  });
+  return instance;
+}
 
 // A body with its token counts and choice counts kept small (where it is a JSON object).
 std::string capped(std::string_view body) {
@@ -64,31 +48,11 @@ std::string capped(std::string_view body) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static Server server;
+  auto& served = server();
   if (size == 0) return -1;
-  const char* route = kRoutes[data[0] % kRoutes.size()];
-  httplib::Client client("127.0.0.1", server.port);
-  client.set_read_timeout(30);
-  const auto res = client.Post(route, capped(rf::fuzz::as_text(data + 1, size - 1)), "application/json");
-  if (!res) {
-    fmt::print(stderr, "{}: no answer ({})\n", route, httplib::to_string(res.error()));
-    std::abort();
-  }
-  if (res->status >= 500) {
-    fmt::print(stderr, "{}: {} {}\n", route, res->status, res->body);
-    std::abort();
-  }
-  // A job (/v1/jobs) generates after its answer. Waiting for the engine to be idle keeps one input's
-  // work out of the next, and keeps the engine still when libFuzzer exits: the statics destroyed at
-  // exit include some the engine thread uses.
-  const auto& metrics = server.http.context().model()->scheduler().metrics();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (metrics.running + metrics.waiting > 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      fmt::print(stderr, "{}: the engine is still busy 10 s after the answer\n", route);
-      std::abort();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  const std::string route = kRoutes[data[0] % kRoutes.size()];
+  rf::fuzz::post_expecting_an_answer(served, route, capped(rf::fuzz::as_text(data + 1, size - 1)));
+  const auto& metrics = served.http.context().model()->scheduler().metrics();
+  rf::fuzz::wait_until_idle(route, [&] { return metrics.running + metrics.waiting > 0; }, std::chrono::seconds(10));
   return 0;
 }
