@@ -12,3 +12,14 @@ if(ROCMFORGE_SANITIZE)
     set(ROCMFORGE_FUZZ ON)
   endif()
 endif()
+
+# ROCMFORGE_TSAN (the `tsan` preset): ThreadSanitizer, for the multithreaded parts (the engine's
+# scheduler and the server); it cannot be combined with ASan.
+option(ROCMFORGE_TSAN "Build with ThreadSanitizer" OFF)
+if(ROCMFORGE_TSAN)
+  if(ROCMFORGE_SANITIZE)
+    message(FATAL_ERROR "ROCMFORGE_TSAN and ROCMFORGE_SANITIZE exclude each other: ThreadSanitizer cannot run beside ASan")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
