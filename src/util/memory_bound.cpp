@@ -31,8 +31,9 @@ std::string lower(std::string_view text) {
 }  // namespace
 
 MemoryBound parse_memory_bound(const std::string& value) {
-  constexpr std::string_view kForms = "a share of the device's memory above 0 and at most 1 (0.9), or a size (20GiB, 512MiB, 24GB)";
-  // CLI11 puts the option's name before these.
+  // CLI11 puts the option's name before these messages.
+  constexpr std::string_view kForms =
+      "a share of the device's memory above 0 and at most 1 (0.9), or a size (20GiB, 512MiB, 24GB)";
   double number = 0.0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
   if (error != std::errc() || !std::isfinite(number)) fail("'{}': give {}", value, kForms);

@@ -177,7 +177,8 @@ TEST_F(Jobs, MetricsAreInPrometheusFormat) {
 TEST(RequestCounts, EveryStatusIsCountedBeforeItsAnswerArrives) {
   TestServer server(demo_service(), ServerOptions{.api_key = "sesame", .max_body_bytes = 4096});
   const auto count_of = [&](const std::string& route, int status) {
-    const std::string needle = fmt::format("rocmforge_http_requests_total{{route=\"{}\",status=\"{}\"}} ", route, status);
+    const std::string needle =
+        fmt::format("rocmforge_http_requests_total{{route=\"{}\",status=\"{}\"}} ", route, status);
     auto metrics = server.client("sesame").Get("/metrics");
     const std::size_t at = metrics && metrics->status == 200 ? metrics->body.find(needle) : std::string::npos;
     return at == std::string::npos ? 0 : std::stoi(metrics->body.substr(at + needle.size()));
@@ -191,7 +192,8 @@ TEST(RequestCounts, EveryStatusIsCountedBeforeItsAnswerArrives) {
                         {"a bad field", "/v1/completions", R"({"prompt": 3})", "sesame", "/v1/completions", 400},
                         {"no key", "/v1/completions", completion, "", "/v1/completions", 401},
                         {"no route", "/v1/nowhere", completion, "sesame", "other", 404},
-                        {"a body too large", "/v1/completions", std::string(8192, ' '), "sesame", "/v1/completions", 413}};
+                        {"a body too large", "/v1/completions", std::string(8192, ' '), "sesame", "/v1/completions",
+                         413}};
   for (const Case& c : cases) {
     for (int round = 1; round <= 20; ++round) {
       const int before = count_of(c.route, c.status);

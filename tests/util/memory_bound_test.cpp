@@ -24,7 +24,8 @@ TEST(MemoryBound, SharesAndSizesAsUsersWriteThem) {
 }
 
 TEST(MemoryBound, AnythingElseIsRefusedNamingTheValue) {
-  for (const std::string value : {"0", "1.5", "-0.5", "", "abc", "20XB", "20 GiB", "-1GiB", "0.5MiB", "1e400", "nan", "1e30TiB"}) {
+  for (const std::string value :
+       {"0", "1.5", "-0.5", "", "abc", "20XB", "20 GiB", "-1GiB", "0.5MiB", "1e400", "nan", "1e30TiB"}) {
     try {
       parse_memory_bound(value);
       ADD_FAILURE() << "'" << value << "' was taken";
