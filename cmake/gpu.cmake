@@ -153,10 +153,12 @@ endif()
 # Each model family's GPU half (models/<family>/gpu_*.cpp, host code on rf_gpu's kernels).
 file(GLOB llama_gpu_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/models/llama/gpu_*.cpp)
 target_sources(rf_llama PRIVATE ${llama_gpu_sources})
-target_link_libraries(rf_llama PUBLIC rf_gpu)
+target_link_libraries(rf_llama PRIVATE rf_gpu)
 
 # The engine picks the backend (engine/backend_select.cpp): it runs on rf_gpu when this is defined.
-target_link_libraries(rf_engine PUBLIC rf_gpu)
+# Both link rf_gpu privately: only their GPU halves include its headers, so the GPU vendor's include
+# folders and definitions reach no other source, which then compiles as in the cpu preset.
+target_link_libraries(rf_engine PRIVATE rf_gpu)
 target_compile_definitions(rf_engine PRIVATE ROCMFORGE_GPU_BACKEND="${ROCMFORGE_GPU}")
 
 # The kernel timeline's CUPTI injection library (tools/kernel_trace), for tools/gpu_check.sh.

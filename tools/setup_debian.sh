@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache  # one preset's compiled objects serve the next (CMakeLists.txt)
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libutf8proc-dev libgtest-dev libbenchmark-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev  # image files (Stable Diffusion)
