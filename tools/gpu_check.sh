@@ -18,6 +18,9 @@
 #                                   of the commit before a change, unpacked under build/) and runs
 #                                   the speed table's rows with it just before this tree's
 #                                   (bench-8b-before), so that both figures come from one card
+#   tools/gpu_check.sh --soak M     also runs tools/soak_serve.py against `serve --device cuda` for M
+#                                   minutes (issue #29's soak: random requests, hang-ups, oversized
+#                                   prompts; device memory read each minute), after the serving steps
 #   tools/gpu_check.sh --pack-deps  on Debian 12: unpack the project's build dependencies into
 #                                   build/gpu-deps, for a GPU machine that has none, and pack that
 #                                   folder into build/gpu-deps.tar.xz (3.5 MB where the folder is 15,
@@ -59,11 +62,13 @@ if [[ ! -d $deps && -f $deps.tar.xz ]]; then tar -xJf "$deps.tar.xz" -C "$(dirna
 deadline=0
 skipped=,
 baseline=
+soak_minutes=0
 while (($#)); do
   case $1 in
     --within) deadline=${2:?--within needs a number of seconds}; shift 2 ;;
     --skip) skipped=,${2:?--skip needs step names},; shift 2 ;;
     --baseline) baseline=$(realpath "${2:?--baseline needs a source folder}"); shift 2 ;;
+    --soak) soak_minutes=${2:?--soak needs a number of minutes}; shift 2 ;;
     *) echo "gpu_check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -151,6 +156,10 @@ summary() {
     echo "== rocmforge $bench"
     grep -E '^(device:|model:|\| [a-z0-9])' "$logs/$bench.log" | awk '!/^\| (model|streams)/ || !seen++'
   done
+  if [[ -f $logs/soak.log ]]; then
+    echo "== soak"
+    grep -vE '^(\[|[0-9]{4}-)' "$logs/soak.log"  # the server's own log lines left out
+  fi
   for trace in "$logs"/timeline-*.log; do
     [[ -f $trace ]] || continue
     echo "== decode timeline, llama3-8b $(basename "$trace" .log | cut -d- -f2-): each kernel's time in place, a step"
@@ -238,6 +247,10 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
       --max-tokens 256 -- --device cuda
     step serve-json python3 tools/bench_serve.py --binary "$rocmforge" -m build/llama3-1b-random --concurrency 1,32 \
       --max-tokens 256 --json-schema tools/bench_schema.json -- --device cuda
+  fi
+  if ((soak_minutes > 0)); then
+    step soak python3 tools/soak_serve.py --binary "$rocmforge" -m models/kjv-llama/model.q8_0.gguf \
+      --minutes "$soak_minutes" -- --device cuda
   fi
   if step build-trace cmake --build "$build" --target kernel_trace -j "$(nproc)"; then
     step timeline-q4_0-b1 timeline q4_0 1

@@ -5,8 +5,8 @@ misbehave on purpose (hanging up mid-stream, prompts longer than the context, br
 it checks what a worker left running for weeks must hold: no 5xx and no request unanswered, each
 deliberate mistake a 400, the server still healthy, nothing running or waiting and every KV block
 free once idle, and its memory flat: the process's RSS and its GPU memory (nvidia-smi, where there
-is one) sampled each minute, the last against the first. Exit 1 when a check fails. Standard
-library only.
+is one) sampled each minute, the last within a bound of the first minute's. Exit 1 when a check
+fails. Standard library only.
 
     python3 tools/soak_serve.py --binary build/cuda/rocmforge [-m MODEL] [--minutes 20] [--clients 48]
         [--seed 1] [-- extra serve flags]
@@ -163,7 +163,9 @@ def main():
         "every KV block free after": after["rocmforge_kv_cache_blocks_used"] == 0,
         "still answering": bool(healthy.get("choices")),
         "RSS within 64 MB of the first minute's": last[1] <= first[1] + 64,
-        "GPU memory as in the first minute": last[2] is None or first[2] is None or last[2] <= first[2],
+        # The CUDA runtime loads each kernel's module at its first use, so a kernel that only an
+        # uncommon batch shape runs adds a few MiB minutes in; a leak grows with the requests.
+        "GPU memory within 32 MiB of the first minute's": last[2] is None or first[2] is None or last[2] <= first[2] + 32,
     }
     for line in failures:
         print("  failure:", line)
