@@ -37,10 +37,15 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, std::uin
   add_merge(left_id, right_id, id_of(std::string(left) + std::string(right_body)), rank);
 }
 
-void BpeModel::add_merge(std::string_view merge, std::uint32_t rank) {
+std::pair<std::string_view, std::string_view> BpeModel::split_merge(std::string_view merge) {
   const std::size_t space = merge.find(' ');
   if (space == std::string_view::npos) fail("model: merge '{}' is not two tokens separated by a space", merge);
-  add_merge(merge.substr(0, space), merge.substr(space + 1), rank);
+  return {merge.substr(0, space), merge.substr(space + 1)};
+}
+
+void BpeModel::add_merge(std::string_view merge, std::uint32_t rank) {
+  const auto [left, right] = split_merge(merge);
+  add_merge(left, right, rank);
 }
 
 void BpeModel::add_merge(TokenId left, TokenId right, TokenId merged, std::uint32_t rank) {

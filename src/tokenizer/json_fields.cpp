@@ -17,55 +17,43 @@ void set_token(std::vector<std::optional<std::string>>& tokens, std::string toke
   tokens[id] = std::move(token);
 }
 
-// SAX events of a flat {"token": id, ...} object; anything else is an error.
-class VocabReader final : public nlohmann::json_sax<json> {
- public:
-  explicit VocabReader(std::string_view what) : what_(what) {}
-  std::vector<std::optional<std::string>> tokens;
-
-  bool start_object(std::size_t) override {
-    if (depth_++ > 0) not_an_id("an object");
-    return true;
-  }
-  bool end_object() override {
-    --depth_;
-    return true;
-  }
-  bool key(string_t& key) override {
-    key_ = std::move(key);
-    return true;
-  }
-  bool number_integer(number_integer_t id) override {
-    set_token(tokens, std::move(key_), id, what_);
-    return true;
-  }
-  bool number_unsigned(number_unsigned_t id) override {
-    if (id > static_cast<number_unsigned_t>(kMaxTokenId)) fail("{}: {} is not a valid token id", what_, id);
-    return number_integer(static_cast<number_integer_t>(id));
-  }
-  bool null() override { not_an_id("null"); }
-  bool boolean(bool value) override { not_an_id(value ? "true" : "false"); }
-  bool number_float(number_float_t value, const string_t&) override { not_an_id(json(value).dump()); }
-  bool string(string_t& value) override { not_an_id(json(value).dump()); }
-  bool binary(binary_t&) override { not_an_id("binary data"); }
-  bool start_array(std::size_t) override { not_an_id("an array"); }
-  bool end_array() override { not_an_id("an array"); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
-    fail("invalid JSON: {}", error.what());
-  }
-
- private:
-  [[noreturn]] void not_an_id(std::string_view value) const {
-    if (depth_ == 0) fail("{} must be an object mapping tokens to ids, not {}", what_, value);
-    fail("{}: {} is not a valid token id", what_, value);
-  }
-
-  std::string_view what_;
-  std::string key_;
-  int depth_ = 0;
-};
-
 }  // namespace
+
+bool VocabReader::start_object(std::size_t) {
+  if (depth_++ > 0) not_an_id("an object");
+  return true;
+}
+bool VocabReader::end_object() {
+  --depth_;
+  return true;
+}
+bool VocabReader::key(string_t& key) {
+  key_ = std::move(key);
+  return true;
+}
+bool VocabReader::number_integer(number_integer_t id) {
+  set_token(tokens, std::move(key_), id, what_);
+  return true;
+}
+bool VocabReader::number_unsigned(number_unsigned_t id) {
+  if (id > static_cast<number_unsigned_t>(kMaxTokenId)) fail("{}: {} is not a valid token id", what_, id);
+  return number_integer(static_cast<number_integer_t>(id));
+}
+bool VocabReader::null() { not_an_id("null"); }
+bool VocabReader::boolean(bool value) { not_an_id(value ? "true" : "false"); }
+bool VocabReader::number_float(number_float_t value, const string_t&) { not_an_id(json(value).dump()); }
+bool VocabReader::string(string_t& value) { not_an_id(json(value).dump()); }
+bool VocabReader::binary(binary_t&) { not_an_id("binary data"); }
+bool VocabReader::start_array(std::size_t) { not_an_id("an array"); }
+bool VocabReader::end_array() { not_an_id("an array"); }
+bool VocabReader::parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) {
+  fail("invalid JSON: {}", error.what());
+}
+
+void VocabReader::not_an_id(std::string_view value) const {
+  if (depth_ == 0) fail("{} must be an object mapping tokens to ids, not {}", what_, value);
+  fail("{}: {} is not a valid token id", what_, value);
+}
 
 const json& require_object(const json& value, std::string_view what) {
   if (!value.is_object()) fail("{} must be a JSON object, not {}", what, value.type_name());

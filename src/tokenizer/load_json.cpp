@@ -7,6 +7,7 @@
 #include "tokenizer/json_fields.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/tokenizer_json.h"
 #include "util/error.h"
 
 namespace rf {
@@ -16,13 +17,15 @@ namespace {
 using nlohmann::json;
 using namespace json_fields;
 
-BpeModel bpe_model_from_json(const json& config) {
+// `config` is the tree's "model"; `file` holds its vocab and merges where they came apart from it.
+BpeModel bpe_model_from_json(const json& config, TokenizerJson& file) {
   const char* what = "model";
   // Files from before the "type" field existed hold BPE models.
   const std::string type = optional_string(config, "type", what).value_or("BPE");
   if (type != "BPE") fail("unsupported model type '{}' (only BPE is implemented)", type);
 
-  std::vector<std::optional<std::string>> vocab = require_vocab(require(config, "vocab", what), "model: 'vocab'");
+  std::vector<std::optional<std::string>> vocab =
+      file.vocab ? std::move(*file.vocab) : require_vocab(require(config, "vocab", what), "model: 'vocab'");
 
   BpeOptions options;
   options.unk_token = optional_string(config, "unk_token", what);
@@ -33,19 +36,10 @@ BpeModel bpe_model_from_json(const json& config) {
   options.end_of_word_suffix = optional_string(config, "end_of_word_suffix", what).value_or("");
   BpeModel model(std::move(vocab), std::move(options));
 
-  // Merges are written "left right" or, since tokenizers 0.20, ["left", "right"].
-  const json& merges = require_array(config, "merges", what);
-  model.reserve_merges(merges.size());
+  if (!file.merges) require_array(config, "merges", what);  // absent or not an array: this throws
+  model.reserve_merges(file.merges.value().size());
   std::uint32_t rank = 0;
-  for (const json& merge : merges) {
-    if (merge.is_string()) {
-      model.add_merge(merge.get_ref<const std::string&>(), rank++);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-      model.add_merge(merge[0].get_ref<const std::string&>(), merge[1].get_ref<const std::string&>(), rank++);
-    } else {
-      fail("model: merge {} is neither \"left right\" nor [\"left\", \"right\"]", merge.dump());
-    }
-  }
+  for (const auto& [left, right] : *file.merges) model.add_merge(left, right, rank++);
   return model;
 }
 
@@ -96,9 +90,9 @@ void apply_tokenizer_config(const json& config, TokenizerParts& parts) {
   parts.clean_up_tokenization_spaces = bool_or(config, "clean_up_tokenization_spaces", false, what);
 }
 
-TokenizerParts parts_from_tokenizer_json(const json& root) {
-  require_object(root, "tokenizer.json");
-  TokenizerParts parts(bpe_model_from_json(require(root, "model", "tokenizer.json")));
+TokenizerParts parts_from_tokenizer_json(TokenizerJson& file) {
+  const json& root = require_object(file.root, "tokenizer.json");
+  TokenizerParts parts(bpe_model_from_json(require(root, "model", "tokenizer.json"), file));
   const auto stage = [&root](const char* key) -> const json& {
     static const json null;
     const auto it = root.find(key);
@@ -118,8 +112,10 @@ TokenizerParts parts_from_tokenizer_json(const json& root) {
 }  // namespace
 
 Tokenizer Tokenizer::from_json_file(const std::string& tokenizer_json_path) {
-  const json root = read_json_file(tokenizer_json_path);
-  TokenizerParts parts = with_path_in_errors(tokenizer_json_path, [&] { return parts_from_tokenizer_json(root); });
+  TokenizerParts parts = with_path_in_errors(tokenizer_json_path, [&] {
+    TokenizerJson file = read_tokenizer_json(tokenizer_json_path);
+    return parts_from_tokenizer_json(file);
+  });
   const std::string config_path = (std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json").string();
   if (std::error_code error; std::filesystem::exists(config_path, error)) {
     const json config = read_json_file(config_path);
