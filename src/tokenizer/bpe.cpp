@@ -37,14 +37,14 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, std::uin
   add_merge(left_id, right_id, id_of(std::string(left) + std::string(right_body)), rank);
 }
 
-std::pair<std::string_view, std::string_view> BpeModel::split_merge(std::string_view merge) {
+std::pair<std::string_view, std::string_view> BpeModel::split_merge(std::string_view merge, std::string_view what) {
   const std::size_t space = merge.find(' ');
-  if (space == std::string_view::npos) fail("model: merge '{}' is not two tokens separated by a space", merge);
+  if (space == std::string_view::npos) fail("{} '{}' is not two tokens separated by a space", what, merge);
   return {merge.substr(0, space), merge.substr(space + 1)};
 }
 
 void BpeModel::add_merge(std::string_view merge, std::uint32_t rank) {
-  const auto [left, right] = split_merge(merge);
+  const auto [left, right] = split_merge(merge, "model: merge");
   add_merge(left, right, rank);
 }
 

@@ -38,8 +38,9 @@ class BpeModel {
   // the later line of a merges list wins).
   void add_merge(std::string_view left, std::string_view right, std::uint32_t rank);  // throws naming a token not in the vocab
   void add_merge(std::string_view merge, std::uint32_t rank);  // "left right", as merges lists write it
-  // The two tokens of a "left right" merge line; throws for a line without a space.
-  static std::pair<std::string_view, std::string_view> split_merge(std::string_view merge);
+  // The two tokens of a "left right" merge line; throws "<what> '<merge>' is not two tokens ..." for
+  // a line without a space.
+  static std::pair<std::string_view, std::string_view> split_merge(std::string_view merge, std::string_view what);
   void add_merge(TokenId left, TokenId right, TokenId merged, std::uint32_t rank);
   void reserve_merges(std::size_t count) { merges_.reserve(count); }
 

@@ -73,10 +73,8 @@ TokenizerParts byte_level_parts(const GgufFile& gguf, const GgufVocab& vocab, bo
   const std::vector<std::string> merges = gguf.get_string_array("tokenizer.ggml.merges");
   parts.model.reserve_merges(merges.size());
   for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const std::string_view merge = merges[rank];
-    const std::size_t space = merge.find(' ');
-    if (space == std::string::npos) fail("tokenizer.ggml.merges: '{}' is not two tokens separated by a space", merge);
-    parts.model.add_merge(merge.substr(0, space), merge.substr(space + 1), static_cast<std::uint32_t>(rank));
+    const auto [left, right] = BpeModel::split_merge(merges[rank], "tokenizer.ggml.merges:");
+    parts.model.add_merge(left, right, static_cast<std::uint32_t>(rank));
   }
   if (flavor.nfc) parts.normalizer = std::make_unique<UnicodeNormalizer>(unicode::NormalForm::NFC);
   if (flavor.split_pattern.empty()) {

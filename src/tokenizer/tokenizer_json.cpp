@@ -31,7 +31,7 @@ class MergesReader final : public Sax {
   }
   bool string(string_t& value) override {
     if (depth_ == 1) {
-      const auto [left, right] = BpeModel::split_merge(value);
+      const auto [left, right] = BpeModel::split_merge(value, "model: merge");
       merges.emplace_back(left, right);
     } else {
       pair_.push_back(std::move(value));
@@ -95,8 +95,16 @@ class TokenizerJsonReader final : public Sax {
     if (diverted_) return ++diverted_depth_, diverted_->start_array(size);
     return open(json::array());
   }
-  bool end_object() override { return diverted_ ? leave(diverted_->end_object()) : close(); }
-  bool end_array() override { return diverted_ ? leave(diverted_->end_array()) : close(); }
+  bool end_object() override {
+    if (!diverted_) return close();
+    diverted_->end_object();
+    return leave();
+  }
+  bool end_array() override {
+    if (!diverted_) return close();
+    diverted_->end_array();
+    return leave();
+  }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
     fail("{}: the file is not valid JSON: {}", path_, error.what());
   }
@@ -125,8 +133,8 @@ class TokenizerJsonReader final : public Sax {
     return true;
   }
 
-  // After a diverted container's event: at its end, its reader's table is the result's.
-  bool leave(bool) {
+  // After a diverted container's end event: at the diverted value's end, its reader's table is the result's.
+  bool leave() {
     if (--diverted_depth_ > 0) return true;
     if (diverted_ == &vocab_) result.vocab = std::move(vocab_.tokens);
     if (diverted_ == &merges_) result.merges = std::move(merges_.merges);
