@@ -21,7 +21,7 @@ import statistics
 
 
 def short_name(name):
-    name = re.sub(r"\(anonymous namespace\)::|rf::gpu::|rf::|attention::", "", name)
+    name = re.sub(r"\(anonymous namespace\)::|rf::gpu::|rf::|attention::|gemv_detail::", "", name)
     name = re.sub(r"\(DType\)|\(RopeLayout\)|std::integral_constant", "", name)
     return name.removeprefix("void ").split("(")[0][:110]
 
