@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -82,7 +83,8 @@ void add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed against the device's bounds");
   cmd->add_option("-m,--model", flags->model, "A model folder or .gguf file (default, without --synthetic: the bundled demo model)");
-  cmd->add_option("--synthetic", flags->synthetic, "A random-weight model of a real shape: llama3-1b, llama3-8b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b, mixtral-8x7b, qwen3-30b-a3b");
+  cmd->add_option("--synthetic", flags->synthetic,
+                  fmt::format("A random-weight model of a real shape: {}", fmt::join(synthetic_model_names(), ", ")));
   cmd->add_option("--dtype", flags->dtype, "Weight type of a synthetic model: " + weight_dtype_names());
   cmd->add_option("-p,--n-prompt", flags->settings.prompt_lengths, "Prompt lengths (comma-separated; 0 skips)")->delimiter(',');
   cmd->add_option("-n,--n-gen", flags->settings.generation_lengths, "Generation lengths (comma-separated; 0 skips)")->delimiter(',');
@@ -93,6 +95,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", flags->options.ctx_size, "KV cache size (0: what the settings need)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--ubatch", flags->options.max_batch_tokens, "Prompt tokens per forward step")->check(CLI::PositiveNumber);
   add_batch_invariant_flag(*cmd, flags->options);
+  add_parallel_options(*cmd, flags->options);
   cmd->add_flag("--json", flags->json, "Print JSON instead of the table");
   cmd->callback([flags] { run(*flags); });
 }

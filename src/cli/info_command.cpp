@@ -20,6 +20,7 @@ struct InfoFlags {
   int ctx_size = 0;
   bool tensors = false;
   int width = 0, height = 0, batch = 0;  // Stable Diffusion's memory estimate; 0: native size, one image
+  int tensor_parallel = 1;               // GPUs the GPU memory estimate splits the model over
 };
 
 std::string gib(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1u << 30)); }
@@ -29,6 +30,9 @@ void print_backends() {
   fmt::print("devices: cpu ({} threads)\n", std::thread::hardware_concurrency());
   fmt::print("weight types supported: {}\n", weight_dtype_names());
   for (const auto& line : describe_gpu_devices()) fmt::print("         {}\n", line);
+  if (const std::string collectives = describe_collectives(); !collectives.empty()) {
+    fmt::print("collectives: {}\n", collectives);
+  }
 }
 
 // One row per tensor in file order, then the totals, as gguf-dump lists a file.
@@ -100,6 +104,7 @@ void print_model(const InfoFlags& f) {
   if (rf::stable_diffusion::is_stable_diffusion(f.model)) {
     if (f.tensors) fail("--tensors lists a language model's tensors; for Stable Diffusion checkpoints it is not there yet");
     if (f.ctx_size > 0) fail("--ctx-size sizes a language model's KV cache; a Stable Diffusion checkpoint has none");
+    if (f.tensor_parallel > 1) fail("--tensor-parallel splits a language model; Stable Diffusion runs on one device");
     print_stable_diffusion(f);
     return;
   }
@@ -141,10 +146,15 @@ void print_model(const InfoFlags& f) {
              ctx, gib(ckpt.weight_bytes() + kv_bytes));
   const RunnerOptions defaults;
   const int block = ModelRunner::kBlockSize;
-  if (const auto gpu = gpu_footprint(ckpt, {block, (ctx + block - 1) / block, ctx, defaults.max_batch_tokens})) {
-    fmt::print("GPU memory: weights {}, KV cache {} (f16, {} tokens), activations {} ({} tokens a step), total {}\n",
-               gib(gpu->weights), gib(gpu->kv_cache), ctx, gib(gpu->activations), defaults.max_batch_tokens,
+  BackendShape shape{block, (ctx + block - 1) / block, ctx, defaults.max_batch_tokens};
+  shape.tensor_parallel = f.tensor_parallel;
+  if (const auto gpu = gpu_footprint(ckpt, shape)) {
+    const std::string split = f.tensor_parallel > 1 ? fmt::format(" on each of {} GPUs", f.tensor_parallel) : "";
+    fmt::print("GPU memory{}: weights {}, KV cache {} (f16, {} tokens), activations {} ({} tokens a step), total {}\n",
+               split, gib(gpu->weights), gib(gpu->kv_cache), ctx, gib(gpu->activations), defaults.max_batch_tokens,
                gib(gpu->total()));
+  } else if (f.tensor_parallel > 1) {
+    fmt::print("GPU memory: not estimated, as this build has no GPU backend to split the model over\n");
   }
   if (f.tensors) print_tensors(ckpt.tensors());
 }
@@ -158,6 +168,8 @@ void add_info_command(CLI::App& app) {
                                 "A model folder or .gguf file, or a Stable Diffusion folder or single .safetensors "
                                 "(default: the demo model, as generate)");
   cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context size for the memory estimate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tensor-parallel,--tp", flags->tensor_parallel, "GPUs the GPU memory estimate splits the model over")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--tensors", flags->tensors, "Also list every tensor of the model: name, type, shape, elements, bytes");
   cmd->add_option("-W,--width", flags->width, "Stable Diffusion: image width for the memory estimate (default: native)")
       ->check(CLI::PositiveNumber)

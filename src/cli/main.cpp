@@ -1,5 +1,6 @@
 // rocmforge: run Llama-family models on AMD and NVIDIA GPUs or the CPU.
 #include <cstdio>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -9,7 +10,20 @@
 #include "engine/backend_select.h"
 #include "util/error.h"
 
+namespace {
+
+// vLLM's spelling of --tensor-parallel, -tp, which CLI11 (one letter after a single dash) cannot take.
+void accept_vllm_spellings(int argc, char** argv) {
+  static char tensor_parallel[] = "--tensor-parallel";
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "-tp") argv[i] = tensor_parallel;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  accept_vllm_spellings(argc, argv);
   CLI::App app{"rocmforge: Llama-family inference on ROCm, CUDA and the CPU"};
   app.set_version_flag("--version", fmt::format("rocmforge {} ({} build; backends: {})", ROCMFORGE_VERSION,
                                                 ROCMFORGE_BUILD_TYPE, fmt::join(rf::built_backends(), ", ")));

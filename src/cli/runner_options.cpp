@@ -21,6 +21,7 @@ void RunnerFlags::add_to(CLI::App& command) {
   command.add_option("-b,--batch-size", options.max_batch_tokens, "Prompt tokens per forward step")
       ->check(CLI::PositiveNumber);
   add_batch_invariant_flag(command, options);
+  add_parallel_options(command, options);
 }
 
 namespace {
@@ -60,6 +61,19 @@ void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options) {
   command.add_flag("--batch-invariant", options.batch_invariant,
                    "GPU: a request's tokens exactly as it gets them alone, whatever it is batched with (slower "
                    "prefill and long contexts; the CPU always works so)");
+}
+
+void add_parallel_options(CLI::App& command, RunnerOptions& options) {
+  command
+      .add_option("--tensor-parallel,--tp", options.tensor_parallel,
+                  "Split the model over this many GPUs (-tp N), through NCCL (RCCL on AMD); on the CPU, over shares "
+                  "of the threads (a check of the split, not faster)")
+      ->check(CLI::PositiveNumber);
+  command
+      .add_option_function<std::string>(
+          "--devices", [&options](const std::string& value) { options.devices = parse_device_list(value); },
+          "The GPUs of --tensor-parallel, by index (0,1); default: as many from --device's")
+      ->check(validator_of(parse_device_list, "LIST"));
 }
 
 std::string default_model_path() {

@@ -26,6 +26,9 @@ void add_gpu_memory_option(CLI::App& command);
 // --batch-invariant, for RunnerFlags and for bench, which takes its runner options one by one.
 void add_batch_invariant_flag(CLI::App& command, RunnerOptions& options);
 
+// --tensor-parallel (-tp) and --devices, for RunnerFlags and bench.
+void add_parallel_options(CLI::App& command, RunnerOptions& options);
+
 struct RunnerFlags {
   std::string model;
   RunnerOptions options;

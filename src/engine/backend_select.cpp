@@ -1,18 +1,24 @@
 #include "engine/backend_select.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "backend/cpu/image_backend.h"
+#include "backend/cpu/rank_sum.h"
+#include "engine/tensor_parallel.h"
 #include "models/llama/cpu_forward.h"
+#include "models/llama/tensor_split.h"
 #include "models/llama/weights.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/thread_pool.h"
 
 #if defined(ROCMFORGE_GPU_BACKEND)
 #include "backend/gpu/image/image_backend.h"
+#include "backend/gpu/collective/communicator.h"
 #include "backend/gpu/runtime/devices.h"
 #include "models/llama/gpu_forward.h"
 #endif
@@ -35,8 +41,9 @@ llama::GpuForwardOptions gpu_options(const BackendShape& shape) {
 
 // Fails naming what the model needs and what is free, before a byte is uploaded: otherwise the
 // load would run out of memory part way, after minutes of copying, naming one buffer.
-void require_room(int device, const Checkpoint& checkpoint, const llama::GpuForwardOptions& options) {
-  const MemoryFootprint need = llama::GpuForward::footprint(checkpoint.config(), checkpoint.weight_bytes(), options);
+void require_room(int device, const ModelConfig& config, std::size_t weight_bytes,
+                  const llama::GpuForwardOptions& options) {
+  const MemoryFootprint need = llama::GpuForward::footprint(config, weight_bytes, options);
   const gpu::MemoryUse use = gpu::memory_use(device);
   if (need.total() <= use.room()) return;
   const std::string within = use.bound < use.total ? fmt::format(" (--gpu-memory allows {}, {} of it in use)",
@@ -49,7 +56,69 @@ void require_room(int device, const Checkpoint& checkpoint, const llama::GpuForw
        static_cast<long long>(options.kv_blocks) * options.block_size, gpu::gib(need.activations),
        options.max_batch_tokens, gpu::gib(use.free), gpu::gib(use.total), within);
 }
+
+// The ranks' GPUs: --devices, else tensor_parallel of them from the one --device picks.
+std::vector<int> rank_devices(int first, const BackendShape& shape) {
+  std::vector<int> devices = shape.devices;
+  if (devices.empty()) {
+    for (int r = 0; r < shape.tensor_parallel; ++r) devices.push_back(first + r);
+  }
+  if (static_cast<int>(devices.size()) != shape.tensor_parallel) {
+    fail("--tensor-parallel {} needs as many --devices, got {}", shape.tensor_parallel, devices.size());
+  }
+  const int count = static_cast<int>(gpu::scan_devices().devices.size());
+  for (int d : devices) {
+    if (d >= count) fail("tensor parallelism over GPU {}: this machine has {} {} device{}", d, count, kGpuDevice, count == 1 ? "" : "s");
+  }
+  return devices;
+}
+
+// One rank per GPU, joined by the vendor's collectives (NCCL, RCCL).
+std::unique_ptr<ForwardPass> make_gpu_tensor_parallel(int first, const Checkpoint& checkpoint, const BackendShape& shape,
+                                                      const ProgressFn& progress) {
+  if (const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config())) {
+    fail("{}: tensor parallelism runs on GPUs only", *why);
+  }
+  const std::vector<int> devices = rank_devices(first, shape);
+  auto group = std::make_shared<std::vector<std::unique_ptr<gpu::Communicator>>>(gpu::Communicator::local_group(devices));
+  TensorParallelForward::Backend backend;
+  backend.make = [=](int rank, const ModelConfig& config, const LlamaWeights& weights) {
+    llama::GpuForwardOptions options = gpu_options(shape);
+    options.device = devices[rank];
+    options.communicator = (*group)[rank].get();
+    if (rank == 0) options.load_progress = progress;  // rank 0's bytes stand for every rank's
+    require_room(options.device, config, llama::matrix_bytes(weights, config), options);
+    return std::make_unique<llama::GpuForward>(config, weights, options);
+  };
+  backend.copies_weights = true;
+  backend.samples_on_device = true;
+  backend.abort = [group] {
+    for (auto& communicator : *group) communicator->abort();
+  };
+  return std::make_unique<TensorParallelForward>(checkpoint.config(), checkpoint.weights(), shape.tensor_parallel,
+                                                 std::move(backend));
+}
 #endif
+
+// Ranks on the CPU, each with a share of the threads, adding up their partial sums on the host.
+std::unique_ptr<ForwardPass> make_cpu_tensor_parallel(const Checkpoint& checkpoint, ThreadPool& pool,
+                                                      const BackendShape& shape) {
+  if (!shape.devices.empty()) fail("--devices picks GPUs, and this runs on the CPU");
+  const int world = shape.tensor_parallel;
+  auto sum = std::make_shared<cpu::RankSum>(world);
+  auto pools = std::make_shared<std::vector<std::unique_ptr<ThreadPool>>>(world);
+  TensorParallelForward::Backend backend;
+  const int threads = std::max(1, pool.size() / world);
+  backend.make = [=](int rank, const ModelConfig& config, const LlamaWeights& weights) {
+    ThreadPool& rank_pool = *((*pools)[rank] = std::make_unique<ThreadPool>(threads));
+    auto pass = std::make_unique<llama::CpuForward>(config, weights, rank_pool, shape.block_size, shape.kv_blocks,
+                                                    shape.max_context);
+    pass->set_rank_sum([sum, rank](std::span<float> values) { sum->sum(rank, values); });
+    return pass;
+  };
+  backend.abort = [sum] { sum->abort(); };
+  return std::make_unique<TensorParallelForward>(checkpoint.config(), checkpoint.weights(), world, std::move(backend));
+}
 
 // The CPU reads weights where they lie (a file's mapping): their pages come in now, not during
 // the first request.
@@ -88,6 +157,23 @@ DeviceChoice parse_device(const std::string& device) {
   return choice;
 }
 
+std::vector<int> parse_device_list(const std::string& devices) {
+  std::vector<int> list;
+  std::size_t begin = 0;
+  while (begin <= devices.size()) {
+    const std::size_t comma = std::min(devices.find(',', begin), devices.size());
+    int value = -1;
+    const auto [end, error] = std::from_chars(devices.data() + begin, devices.data() + comma, value);
+    if (comma == begin || error != std::errc() || end != devices.data() + comma || value < 0) {
+      fail("--devices '{}': give GPU indexes from 0, separated by commas (0,1)", devices);
+    }
+    if (std::find(list.begin(), list.end(), value) != list.end()) fail("--devices '{}': GPU {} twice", devices, value);
+    list.push_back(value);
+    begin = comma + 1;
+  }
+  return list;
+}
+
 std::optional<int> resolve_gpu(const std::string& device) {
   const DeviceChoice choice = parse_device(device);
 #if defined(ROCMFORGE_GPU_BACKEND)
@@ -124,13 +210,14 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
                                                const ProgressFn& progress) {
 #if defined(ROCMFORGE_GPU_BACKEND)
   if (const std::optional<int> gpu = resolve_gpu(device)) {
+    if (shape.tensor_parallel > 1) return make_gpu_tensor_parallel(*gpu, checkpoint, shape, progress);
     llama::GpuForwardOptions options = gpu_options(shape);
     options.device = *gpu;
     options.load_progress = progress;
     const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config());
     // Asked for the GPU, the model fails there naming why; left to choose, it runs on the CPU.
     if (!why || parse_device(device).kind != "auto") {
-      require_room(*gpu, checkpoint, options);
+      require_room(*gpu, checkpoint.config(), checkpoint.weight_bytes(), options);
       return std::make_unique<llama::GpuForward>(checkpoint.config(), checkpoint.weights(), options);
     }
     fmt::print(stderr, "rocmforge: {}; running on the CPU\n", *why);
@@ -138,6 +225,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
 #else
   (void)resolve_gpu(device);
 #endif
+  if (shape.tensor_parallel > 1) return make_cpu_tensor_parallel(checkpoint, pool, shape);
   read_in_weights(checkpoint, progress);
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,
                                              shape.kv_blocks, shape.max_context);
@@ -160,6 +248,16 @@ std::vector<std::string> built_backends() {
 #endif
 }
 
+std::string describe_collectives() {
+#if defined(ROCMFORGE_GPU_BACKEND)
+  const std::string library = gpu::collectives_library();
+  return library.empty() ? "none in this build (no RCCL found): one GPU at a time"
+                         : library + ": --tensor-parallel over this machine's GPUs";
+#else
+  return "";
+#endif
+}
+
 std::vector<std::string> describe_gpu_devices() {
   std::vector<std::string> lines;
 #if defined(ROCMFORGE_GPU_BACKEND)
@@ -175,6 +273,13 @@ std::vector<std::string> describe_gpu_devices() {
 
 std::optional<MemoryFootprint> gpu_footprint(const Checkpoint& checkpoint, const BackendShape& shape) {
 #if defined(ROCMFORGE_GPU_BACKEND)
+  const int world = shape.tensor_parallel;
+  if (world > 1) {
+    const ModelConfig& c = checkpoint.config();
+    llama::check_split(c, checkpoint.weights(), world);
+    return llama::GpuForward::footprint(llama::rank_config(c, 0, world),
+                                        llama::rank_matrix_bytes(c, checkpoint.weights(), world), gpu_options(shape));
+  }
   return llama::GpuForward::footprint(checkpoint.config(), checkpoint.weight_bytes(), gpu_options(shape));
 #else
   (void)checkpoint;

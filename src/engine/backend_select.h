@@ -25,6 +25,11 @@ struct BackendShape {
   // get exactly what they get alone. The CPU backend always works so; the GPU backend then gives up its
   // faster batched kernels (gpu::GpuForwardOptions::batch_invariant).
   bool batch_invariant = false;
+  // Ranks of tensor parallelism (engine/tensor_parallel.h): GPUs, one rank each, or on the CPU a share
+  // of the threads each (the split's reference, not faster). 1: the whole model on one device.
+  int tensor_parallel = 1;
+  // The GPUs of the ranks, by index; empty: tensor_parallel GPUs from the --device's index (0).
+  std::vector<int> devices = {};
 };
 
 // A --device value: its kind (auto, cpu, cuda or rocm) and, for "cuda:N" or "rocm:N", the GPU's index.
@@ -44,6 +49,9 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
                                                ThreadPool& pool, const BackendShape& shape,
                                                const ProgressFn& progress = {});
 
+// A --devices value, "0,1,2,3": GPU indexes, distinct. Throws rf::Error naming the value otherwise.
+std::vector<int> parse_device_list(const std::string& devices);
+
 // The GPU a --device value picks (by the rules above), or nullopt for the CPU.
 std::optional<int> resolve_gpu(const std::string& device);
 
@@ -54,6 +62,10 @@ void bound_gpu_memory(const MemoryBound& bound);
 // Stable Diffusion's operations on the --device asked for (same rules); the pool must outlive it.
 std::unique_ptr<ImageBackend> make_image_backend(const std::string& device, ThreadPool& pool);
 
+// The GPU backend's collectives library for tensor parallelism ("NCCL 2.28.9"), or why there is none;
+// empty in a CPU-only build.
+std::string describe_collectives();
+
 // "cpu", then "cuda" or "rocm" in a GPU build.
 std::vector<std::string> built_backends();
 
@@ -61,7 +73,8 @@ std::vector<std::string> built_backends();
 // or one saying why there is none; nothing in a CPU-only build.
 std::vector<std::string> describe_gpu_devices();
 
-// What the model takes on the GPU backend (KV cache in f16); nullopt in a CPU-only build.
+// What the model takes on the GPU backend (KV cache in f16), on each GPU where tensor_parallel splits
+// it; nullopt in a CPU-only build.
 std::optional<MemoryFootprint> gpu_footprint(const Checkpoint& checkpoint, const BackendShape& shape);
 
 }  // namespace rf

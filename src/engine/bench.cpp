@@ -31,20 +31,25 @@ std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::mt19937& 
 // table, of which only one row per token is gathered (unless it doubles as the output head); of a
 // sparse layer's experts, those the tokens pick: k of n for one token, and for more the share
 // expected to be picked at least once were each token's picks uniform, 1 - (1 - k/n)^tokens.
-double step_weight_bytes(const Checkpoint& ckpt, int tokens) {
+// Split over `ranks` GPUs (tensor parallelism), each rank reads its share of the layers and the whole
+// output head: what one rank reads, which bounds the step.
+double step_weight_bytes(const Checkpoint& ckpt, int tokens, int ranks) {
   const ModelConfig& c = ckpt.config();
   const auto& e = ckpt.weights().token_embedding;
   const double embedding = static_cast<double>(e.bytes());
+  const double head = static_cast<double>(ckpt.weights().output.bytes());
   const double experts = static_cast<double>(llama::expert_matrix_bytes(ckpt.weights(), c));
   const double picked = c.n_experts ? 1.0 - std::pow(1.0 - static_cast<double>(c.n_experts_used) / c.n_experts, tokens) : 0.0;
-  return static_cast<double>(ckpt.weight_bytes()) - experts * (1.0 - picked) - (c.tie_word_embeddings ? 0.0 : embedding);
+  const double all = static_cast<double>(ckpt.weight_bytes()) - experts * (1.0 - picked) -
+                     (c.tie_word_embeddings ? 0.0 : embedding);
+  return (all - head) / ranks + head;
 }
 
 // Bytes of keys and values a token at `position` reads, every layer, in the backend's cache type
-// (fp32 on the CPU, f16 on the GPU).
+// (fp32 on the CPU, f16 on the GPU): one rank's share where the backend is split.
 double kv_bytes_read(const ForwardPass& backend, int position) {
   const double per_position = static_cast<double>(backend.kv_cache_bytes()) / (backend.kv_blocks() * ModelRunner::kBlockSize);
-  return per_position * (position + 1);
+  return per_position / backend.ranks() * (position + 1);
 }
 
 // Prefill runs every layer's projections for every token, but the output head only for the last.
@@ -123,6 +128,8 @@ BenchRow summarise(std::string test, int batch, std::vector<double> rates) {
 std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settings, const DeviceCeilings& ceilings) {
   if (settings.repetitions < 1) fail("repetitions must be at least 1");
   const ModelConfig& c = runner.config();
+  // The bound of a split model leaves out its all-reduces (docs/perf.md says what they cost).
+  const int ranks = runner.backend().ranks();
   std::mt19937 rng(12345);
   std::vector<BenchRow> rows;
 
@@ -135,9 +142,9 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
     for (int r = 0; r < settings.repetitions; ++r) rates.push_back(p / time_prefill(runner, tokens));
     BenchRow row = summarise("pp" + std::to_string(p), 1, std::move(rates));
     const double chunks = std::ceil(static_cast<double>(p) / runner.max_batch_tokens());
-    const double weight_bytes = step_weight_bytes(runner.checkpoint(), std::min(p, runner.max_batch_tokens()));
+    const double weight_bytes = step_weight_bytes(runner.checkpoint(), std::min(p, runner.max_batch_tokens()), ranks);
     const double memory_seconds = chunks * weight_bytes / ceilings.read_bandwidth;
-    const double compute_seconds = prefill_flops(c, layer_matrix_parameters(c), p) / ceilings.matmul_flops;
+    const double compute_seconds = prefill_flops(c, layer_matrix_parameters(c), p) / ranks / ceilings.matmul_flops;
     row.bound = p / std::max(memory_seconds, compute_seconds);
     row.bound_by = compute_seconds >= memory_seconds ? "compute" : "memory";
     row.bytes_per_step = chunks * weight_bytes;
@@ -155,7 +162,7 @@ std::vector<BenchRow> run_bench(ModelRunner& runner, const BenchSettings& settin
       std::vector<double> rates;
       for (int r = 0; r < settings.repetitions; ++r) rates.push_back(static_cast<double>(b) * n / time_decode(runner, b, n, rng));
       BenchRow row = summarise("tg" + std::to_string(n), b, std::move(rates));
-      const double weight_bytes = step_weight_bytes(runner.checkpoint(), b);
+      const double weight_bytes = step_weight_bytes(runner.checkpoint(), b, ranks);
       double bytes = 0;
       for (int step = 0; step < n; ++step) bytes += weight_bytes + b * kv_bytes_read(runner.backend(), step);
       row.bound = static_cast<double>(b) * n / (bytes / ceilings.read_bandwidth);

@@ -20,6 +20,13 @@ int choose_ctx_size(const ModelConfig& config, int requested) {
   return requested == 0 ? default_ctx_size(config) : requested;
 }
 
+// --tensor-parallel, or the count of --devices where only they are given.
+int ranks(const RunnerOptions& options) {
+  if (options.tensor_parallel < 1) fail("--tensor-parallel must be at least 1, got {}", options.tensor_parallel);
+  if (options.tensor_parallel == 1 && !options.devices.empty()) return static_cast<int>(options.devices.size());
+  return options.tensor_parallel;
+}
+
 }  // namespace
 
 int default_ctx_size(const ModelConfig& config) {
@@ -48,7 +55,9 @@ ModelRunner::ModelRunner(Checkpoint checkpoint, std::optional<Tokenizer> tokeniz
                                   .kv_blocks = (std::max(ctx_size_, options.kv_cache_tokens) + kBlockSize - 1) / kBlockSize,
                                   .max_context = ctx_size_,
                                   .max_batch_tokens = options.max_batch_tokens,
-                                  .batch_invariant = options.batch_invariant},
+                                  .batch_invariant = options.batch_invariant,
+                                  .tensor_parallel = ranks(options),
+                                  .devices = options.devices},
                                  options.load_progress)),
       blocks_(forward_->kv_blocks()) {
   if (options.max_batch_tokens <= 0) fail("batch size must be positive, got {}", options.max_batch_tokens);

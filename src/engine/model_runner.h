@@ -25,6 +25,8 @@ struct RunnerOptions {
   int max_batch_tokens = 512;  // prompts longer than this are prefilled in chunks
   std::string device = "auto";  // auto, cpu, cuda or rocm (see engine/backend_select.h)
   bool batch_invariant = false;  // GPU: see BackendShape::batch_invariant
+  int tensor_parallel = 1;       // ranks (see BackendShape::tensor_parallel); --devices alone sets it
+  std::vector<int> devices = {};  // the ranks' GPUs (BackendShape::devices)
   ProgressFn load_progress = {};  // told the weights' bytes read in (CPU) or uploaded (GPU)
 };
 

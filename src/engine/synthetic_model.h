@@ -9,7 +9,7 @@
 
 namespace rf {
 
-// Known shape names: llama3-1b, llama3-8b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b, mixtral-8x7b,
+// Known shape names: llama3-1b, llama3-8b, llama3-70b, qwen3-8b, mistral-7b, gemma2-2b, gemma3-4b, mixtral-8x7b,
 // qwen3-30b-a3b.
 std::vector<std::string> synthetic_model_names();
 ModelConfig synthetic_model_config(const std::string& name);  // throws for an unknown name

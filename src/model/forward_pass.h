@@ -62,6 +62,8 @@ class ForwardPass {
   virtual std::string device_name() const = 0;
   // Runs the device's read-bandwidth and matmul probes (seconds of work).
   virtual DeviceCeilings measure_ceilings() = 0;
+  // Devices the model is split over (tensor parallelism), each with its share of the work.
+  virtual int ranks() const { return 1; }
 
  protected:
   // Throws rf::Error unless rows has one entry per logit row of the batch.

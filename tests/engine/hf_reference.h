@@ -60,6 +60,16 @@ inline std::vector<Case> every_backend_cases() {
           Case{"qwen3_moe", "", "reference.json"}, Case{"qwen3_moe", "model.gguf", "reference.json"}};
 }
 
+// Those tensor parallelism splits over 2 and 4 ranks: all but the Q4_K_M file, whose o (256 columns
+// in blocks of 256) does not split.
+inline std::vector<Case> splittable_cases() {
+  std::vector<Case> cases;
+  for (const Case& c : every_backend_cases()) {
+    if (c.file != "model.q4_k_m.gguf") cases.push_back(c);
+  }
+  return cases;
+}
+
 // The fixtures only the CPU backend runs for now: partial rotary (Phi-4-mini's 12 of 16 dimensions,
 // with long factors, tied embeddings and GQA).
 inline std::vector<Case> cpu_only_cases() { return {Case{"phi4_mini", "", "reference.json"}}; }
@@ -72,8 +82,9 @@ inline auto all_cases() {
 
 class HfReferenceTest : public testing::TestWithParam<Case> {
  protected:
-  // Loads the case's model on `device`, prefilling in chunks of max_batch_tokens.
-  void load(const std::string& device, int max_batch_tokens = 7) {
+  // Loads the case's model on `device`, prefilling in chunks of max_batch_tokens, split over
+  // `tensor_parallel` ranks.
+  void load(const std::string& device, int max_batch_tokens = 7, int tensor_parallel = 1) {
     const std::string folder = std::string(ROCMFORGE_FIXTURES) + "/models/" + GetParam().model;
     std::ifstream in(folder + "/" + GetParam().reference);
     ASSERT_TRUE(in) << "missing fixture " << folder << "/" << GetParam().reference;
@@ -83,6 +94,7 @@ class HfReferenceTest : public testing::TestWithParam<Case> {
     options.ctx_size = 512;
     options.max_batch_tokens = max_batch_tokens;  // 7: several prefill chunks, none aligned to the KV blocks
     options.device = device;
+    options.tensor_parallel = tensor_parallel;
     runner_ = std::make_unique<ModelRunner>(GetParam().file.empty() ? folder : folder + "/" + GetParam().file, options);
   }
 

@@ -125,6 +125,7 @@ void CpuForward::attention_block(const Batch& batch, int l) {
   });
   attention(batch, l);
   matmul(w.wo, attn_.data(), n, proj_.data(), pool_);
+  sum_over_ranks(n);
   if (w.post_attn_norm) {
     per_token(n, [&](std::size_t t) { rms_norm(&proj_[t * hidden], w.post_attn_norm->data(), hidden, c.rms_norm_eps, &proj_[t * hidden]); });
   }
@@ -143,10 +144,15 @@ void CpuForward::mlp_block(const Batch& batch, int l) {
   } else {
     dense_mlp(w, n);
   }
+  sum_over_ranks(n);
   if (w.post_ffn_norm) {
     per_token(n, [&](std::size_t t) { rms_norm(&proj_[t * hidden], w.post_ffn_norm->data(), hidden, c.rms_norm_eps, &proj_[t * hidden]); });
   }
   for (std::size_t i = 0; i < n * hidden; ++i) x_[i] += proj_[i];
+}
+
+void CpuForward::sum_over_ranks(std::size_t n) {
+  if (rank_sum_) rank_sum_(std::span(proj_.data(), n * config_.hidden_size));
 }
 
 // out = down(act(gate(in)) * up(in)) for `rows` rows of `in`, through gate_ and up_ (ffn wide): the

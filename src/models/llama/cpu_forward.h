@@ -3,6 +3,8 @@
 // step over a Batch, reading and appending the paged KV cache, returning logits for the requested
 // rows. Sliding-window layers attend to the window's keys only. A sparse layer (Mixtral, Qwen3-MoE)
 // routes each token to its experts and runs every expert once over the tokens routed to it.
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/kv_cache.h"
@@ -25,6 +27,11 @@ class CpuForward : public ForwardPass {
   CpuForward(const ModelConfig& config, const LlamaWeights& weights, ThreadPool& pool, int block_size, int kv_blocks,
              int max_context = 0);
 
+  // A rank of a tensor-parallel group (models/llama/tensor_split.h) runs its shard and hands o's and
+  // down's partial outputs (tokens * hidden values) to `sum`, which leaves the sum over the ranks.
+  using RankSum = std::function<void(std::span<float>)>;
+  void set_rank_sum(RankSum sum) { rank_sum_ = std::move(sum); }
+
   void forward(const Batch& batch, std::vector<float>& logits) override;
   void hidden_states(const Batch& batch, std::vector<float>& states) override;
   int kv_blocks() const override { return cache_.n_blocks(); }
@@ -46,6 +53,8 @@ class CpuForward : public ForwardPass {
   void dense_mlp(const LayerWeights& w, std::size_t n);
   void sparse_mlp(const LayerWeights& w, std::size_t n);
   void output(const Batch& batch, std::vector<float>& logits);
+  // The ranks' sum of proj_'s first n tokens (a tensor-parallel rank's), else nothing.
+  void sum_over_ranks(std::size_t n);
 
   const ModelConfig& config_;
   const LlamaWeights& weights_;
@@ -61,6 +70,7 @@ class CpuForward : public ForwardPass {
   std::vector<float> router_logits_, expert_in_, expert_out_;
   std::vector<ExpertChoice> choices_;
   ExpertGroups groups_;
+  RankSum rank_sum_;
 };
 
 }  // namespace rf::llama

@@ -359,7 +359,7 @@ void GpuForward::drop_graphs_if_gemm_grows(const StepShape& shape) {
 bool GpuForward::gemv_serves(int n_tokens) const { return n_tokens == 1 || options_.batch_invariant; }
 
 bool GpuForward::folds_norms(int n_tokens) const {
-  return n_tokens == 1 && !options_.batch_invariant && norms_foldable_;
+  return n_tokens == 1 && !options_.batch_invariant && norms_foldable_ && !options_.communicator;
 }
 
 bool GpuForward::gemm_reads_rounded(const WeightMatrix& w, int n_tokens, bool decode_only) const {
@@ -543,6 +543,7 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
   GemvInput o_input{a.attn, p.o_in.rounded, p.o_in.half};
   o_input.after_wide_attention = step.attention.decode_wide;
   project(w.wo, o_input, n, o_out, add_in_gemv);
+  sum_over_ranks(n);
   if (w.post_attn_norm) launch_rms_norm(a.proj, nullptr, w.post_attn_norm, n, c.hidden_size, eps, a.proj, ctx);
 
   const InputCopies& ffn_in = p.gate_up_in;
@@ -572,8 +573,15 @@ const float* GpuForward::launch_layer(int layer, const StepShape& shape, const S
     if (p.down_in.rounded.codes) launch_quantize_activations(a.gate, n, c.intermediate_size, p.down_in.rounded, ctx);
     project(w.w_down, {down_input, p.down_in.rounded, p.down_in.half}, n, o_out, add_in_gemv);
   }
+  sum_over_ranks(n);
   if (w.post_ffn_norm) launch_rms_norm(a.proj, nullptr, w.post_ffn_norm, n, c.hidden_size, eps, a.proj, ctx);
   return add_in_gemv ? nullptr : a.proj;
+}
+
+void GpuForward::sum_over_ranks(int n_tokens) {
+  if (!options_.communicator) return;
+  const std::size_t values = static_cast<std::size_t>(n_tokens) * config_.hidden_size;
+  options_.communicator->all_reduce_sum(activations_.proj, values, ctx_);
 }
 
 void GpuForward::launch_experts(const GpuLayer& w, const LayerPlan& p, int n_tokens, float* out) {

@@ -22,6 +22,7 @@
 #include "backend/gpu/gemm/gemv.h"
 #include "backend/gpu/moe/moe.h"
 #include "backend/gpu/quant/activation_copies.h"
+#include "backend/gpu/collective/communicator.h"
 #include "backend/gpu/runtime/device_buffer.h"
 #include "backend/gpu/runtime/graph.h"
 #include "backend/gpu/runtime/host_staging.h"
@@ -46,6 +47,9 @@ struct GpuForwardOptions {
   // projections through the GEMV, all attention through the unsplit decode kernel. Prefill is slower.
   bool batch_invariant = false;
   ProgressFn load_progress = {};  // told the weights' bytes as they are uploaded
+  // A rank of a tensor-parallel group (models/llama/tensor_split.h), running its shard: o's and down's
+  // outputs are added up over the group before the residual add. Null: the whole model on one GPU.
+  gpu::Communicator* communicator = nullptr;
 };
 
 // Why the GPU decoder cannot run this model (its attention kernels lack its head dim, it rotates
@@ -125,13 +129,15 @@ class GpuForward : public ForwardPass {
   // so that the picks are the CPU's but at near ties), the routing, each picked expert's products
   // (as p.ffn says), and their weighted sum.
   void launch_experts(const GpuLayer& w, const LayerPlan& p, int n_tokens, float* out);
+  // A tensor-parallel rank's: proj's n_tokens rows added up over the group, in place.
+  void sum_over_ranks(int n_tokens);
   void multiply_experts_by_gemv(const GpuLayer& w, const LayerPlan& p, const gpu::ExpertRoutes& routes, int n_tokens);
   void multiply_experts_by_gemm(const GpuLayer& w, const gpu::ExpertRoutes& routes, int n_tokens);
   // Whether the GEMV serves a step of n_tokens (else the GEMM does): decode, or any step when batch-invariant.
   bool gemv_serves(int n_tokens) const;
   // Whether a step of n_tokens folds each layer's norms into the GEMVs after them (RmsNormOf), its
-  // o and down GEMVs adding into x: one token, and 16- or 32-bit float weights in every product of a
-  // norm's output. (Quantized weights read x's int8 copy, which the norm makes.) Not in batch-invariant
+  // o and down GEMVs adding into x: one token, one GPU (a rank's partial sums go through the
+  // all-reduce first), and 16- or 32-bit float weights in every product of a norm's output. (Quantized weights read x's int8 copy, which the norm makes.) Not in batch-invariant
   // mode, whose steps of several tokens keep the norm's launch.
   bool folds_norms(int n_tokens) const;
   // Whether the GEMM that multiplies w for n_tokens takes x's int8 copy: quantized weights in a decode

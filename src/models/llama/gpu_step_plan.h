@@ -28,8 +28,8 @@ enum class RopeAt { OwnKernel, InAttention, InAttentionStackedRows };
 enum class FfnAt { GemvSwiglu, StackedGemm, Separate, ExpertGemvs, ExpertGemms };
 
 // Where o's and down's outputs join the residual stream x: their GEMVs add into x, or they write
-// `proj` and the next norm adds it. Tensor parallelism (not built yet) would put its all-reduce between
-// a product and its add, so its plans would take NextNorm.
+// `proj` and the next norm adds it. A tensor-parallel rank's all-reduce goes between a product and its
+// add, so its plans take NextNorm.
 enum class ResidualAt { InGemv, NextNorm };
 
 struct LayerPlan {

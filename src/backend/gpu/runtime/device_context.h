@@ -40,10 +40,6 @@ struct DeviceAttributes {
   bool dependent_launch = false;     // programmatic dependent launch (common/dependent_launch.cuh)
 };
 
-// A slot for the communicator (NCCL or RCCL) of a multi-GPU group this device would belong to: only
-// declared, as nothing builds one yet, so it stays null.
-class Communicator;
-
 class DeviceContext {
  public:
   // Makes `device` current for the calling thread and creates the context's stream on it.
@@ -68,16 +64,12 @@ class DeviceContext {
   using MemoKey = std::tuple<const void*, int, int, int>;
   int memo(const MemoKey& key, const std::function<int()>& compute) const;
 
-  Communicator* communicator() const { return communicator_; }
-  void set_communicator(Communicator* communicator) { communicator_ = communicator; }
-
  private:
   DeviceAttributes attributes_;
   Stream stream_;
   mutable std::unique_ptr<GemmContext> gemm_;
   mutable std::mutex memo_mutex_;
   mutable std::map<MemoKey, int> memo_;
-  Communicator* communicator_ = nullptr;
 };
 
 // Makes a context's device current for this thread for the scope's life, and the one before again after.

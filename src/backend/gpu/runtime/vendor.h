@@ -21,6 +21,9 @@ inline constexpr gpuError_t gpuErrorOutOfMemory = cudaErrorMemoryAllocation;
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+inline constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = cudaErrorPeerAccessAlreadyEnabled;
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #define gpuDevAttrWarpSize cudaDevAttrWarpSize
@@ -78,6 +81,9 @@ inline constexpr gpuError_t gpuErrorOutOfMemory = hipErrorOutOfMemory;
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+inline constexpr gpuError_t gpuErrorPeerAccessAlreadyEnabled = hipErrorPeerAccessAlreadyEnabled;
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define gpuDevAttrWarpSize hipDeviceAttributeWarpSize

@@ -1,0 +1,69 @@
+// Tensor parallelism on the CPU (engine/tensor_parallel.h over models/llama/tensor_split.h): the
+// Hugging Face fixtures split over 2 and 4 ranks and held to the float64 references with one rank's
+// tolerances (hf_reference_test.cpp), as the split changes only the order of o's and down's sums. At
+// 4 ranks every fixture has fewer KV heads than ranks (1 or 2 of them, but phi3's 4): each is replicated.
+#include <gtest/gtest.h>
+
+#include "engine/hf_reference.h"
+#include "util/error.h"
+
+namespace rf::hf_reference {
+namespace {
+
+class TensorParallelTwo : public HfReferenceTest {
+ protected:
+  void SetUp() override { load("cpu", 7, 2); }
+};
+
+class TensorParallelFour : public HfReferenceTest {
+ protected:
+  void SetUp() override { load("cpu", 7, 4); }
+};
+
+TEST_P(TensorParallelTwo, LogitsMatchAtEveryPromptPosition) { expect_logits_match(1e-4); }
+TEST_P(TensorParallelTwo, GreedyContinuationIsIdentical) { expect_greedy_continuation_identical(); }
+TEST_P(TensorParallelFour, LogitsMatchAtEveryPromptPosition) { expect_logits_match(1e-4); }
+TEST_P(TensorParallelFour, GreedyContinuationIsIdentical) { expect_greedy_continuation_identical(); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelTwo, testing::ValuesIn(splittable_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelFour, testing::ValuesIn(splittable_cases()), case_name);
+
+RunnerOptions cpu_ranks(int ranks) {
+  RunnerOptions options;
+  options.threads = 2;
+  options.ctx_size = 64;
+  options.device = "cpu";
+  options.tensor_parallel = ranks;
+  return options;
+}
+
+std::string fixture(const std::string& path) { return std::string(ROCMFORGE_FIXTURES) + "/models/" + path; }
+
+void expect_refused(const std::string& model, int ranks, const std::string& says) {
+  try {
+    ModelRunner runner(fixture(model), cpu_ranks(ranks));
+    ADD_FAILURE() << model << " split over " << ranks << " ranks";
+  } catch (const Error& e) {
+    fmt::print("{} over {} ranks: {}\n", model, ranks, e.what());
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+// Quantized blocks are never cut: o's 256 columns (Q4_K, blocks of 256) would be 128 a rank.
+TEST(TensorParallelRefuses, ColumnsThatWouldCutQuantBlocks) {
+  expect_refused("llama3/model.q4_k_m.gguf", 2, "layer 0's attention output (o) (q4_k, blocks of 256 values)");
+}
+
+TEST(TensorParallelRefuses, HeadsThatDoNotDivide) {
+  expect_refused("llama3", 3, "attention heads (4) do not divide by 3");
+  expect_refused("phi3", 8, "attention heads (4) do not divide by 8");
+}
+
+TEST(TensorParallelRefuses, DevicesOnTheCpu) {
+  RunnerOptions options = cpu_ranks(2);
+  options.devices = {0, 1};
+  EXPECT_THROW(ModelRunner(fixture("llama3"), options), Error);
+}
+
+}  // namespace
+}  // namespace rf::hf_reference
