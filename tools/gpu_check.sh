@@ -53,6 +53,11 @@ if [[ ${1:-} == --pack-deps ]]; then
     mkdir -p "$deps/cudnn/include"
     cp /usr/local/cuda/include/cudnn*.h "$deps/cudnn/include/"
   fi
+  # NCCL's header likewise, for a GPU machine whose NCCL is PyTorch's wheel's.
+  if [[ -f /usr/local/cuda/include/nccl.h ]]; then
+    mkdir -p "$deps/nccl/include"
+    cp /usr/local/cuda/include/nccl.h "$deps/nccl/include/"
+  fi
   tar -cJf "$deps.tar.xz" -C "$(dirname "$deps")" "$(basename "$deps")"
   du -sh "$deps" "$deps.tar.xz"
   exit 0
@@ -98,6 +103,12 @@ cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.
 if [[ -d $deps/cudnn/include && -n $cudnn_lib && -f $cudnn_lib/libcudnn.so.9 ]]; then
   configure+=("-DCUDNN_INCLUDE_DIR=$deps/cudnn/include" "-DCUDNN_LIBRARY=$cudnn_lib/libcudnn.so.9")
   export LD_LIBRARY_PATH=$cudnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+# NCCL the same way where the CUDA toolkit has none.
+nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+if [[ ! -f /usr/local/cuda/include/nccl.h && -d $deps/nccl/include && -n $nccl_lib && -f $nccl_lib/libnccl.so.2 ]]; then
+  configure+=("-DNCCL_INCLUDE_DIR=$deps/nccl/include" "-DNCCL_LIBRARY=$nccl_lib/libnccl.so.2")
+  export LD_LIBRARY_PATH=$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
 steps=()
@@ -176,9 +187,15 @@ step build cmake --build "$build" --target test_gpu -j "$(nproc)" || exit 1
 step tests "$test_gpu"
 step benchmark "$test_gpu" --gtest_also_run_disabled_tests --gtest_filter='GemvBenchmark.*:PrefillBenchmark.*:DecodeStepBenchmark.*'
 
-# generate-DEVICE: the demo model's greedy continuation on DEVICE, its text in generate-DEVICE.txt.
+# generate_on DEVICE [-tp N]: the demo model's greedy continuation on DEVICE (split over N GPUs), its
+# text in generate-DEVICE.txt (generate-tpN.txt).
+# GPU_CHECK_DEMO_MODEL picks another file of the demo model (its GGUF, where a call leaves the
+# safetensors behind to fit what it carries).
 generate_on() {
-  "$rocmforge" generate --device "$1" -m models/kjv-llama -p "In the beginning" -n 32 --temp 0 >"$logs/generate-$1.txt"
+  local name=$1${2:+-tp$3}
+  "$rocmforge" generate --device "$1" ${2:+"$2" "$3"} -m "${GPU_CHECK_DEMO_MODEL:-models/kjv-llama}" \
+    -p "In the beginning" -n 32 --temp 0 \
+    >"$logs/generate-${name#cuda-}.txt"
 }
 # bench_8b: the rows of the speed table (issue #4) on the Llama 3.1 8B shape.
 # Then the batch-invariant mode's cost on the same shape.
@@ -193,6 +210,22 @@ bench_8b() {
       "$binary" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 -b 1,8,32 -r 3 --batch-invariant
     fi
 }
+# bench_tp: tensor parallelism's rows (issue #26) on the 8B shape, one GPU and then two in turn, so that
+# each pair comes from the same cards minutes apart; then two GPUs with NCCL's all-reduce alone (no
+# one-shot kernel), and the 70B shape over two GPUs.
+bench_tp() {
+  local tp dtype
+  for dtype in bf16 q8_0 q4_k; do
+    for tp in 1 2; do
+      "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype $dtype -p 512 -n 128 -b 1,32 -r 3 -tp $tp || return
+    done
+  done
+  ROCMFORGE_PEER_ALL_REDUCE=0 "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype bf16 -p 512 -n 128 \
+    -b 1,32 -r 3 -tp 2 || return
+  for dtype in q8_0 q4_k; do
+    "$rocmforge" bench --synthetic llama3-70b --device cuda --dtype $dtype -p 512 -n 128 -b 1 -r 3 -tp 2 || return
+  done
+}
 # build_baseline: rocmforge alone from the --baseline tree, configured as this tree is.
 build_baseline() {
   local args=("${configure[@]:3}")  # this tree's configure line less its "cmake --preset cuda"
@@ -200,13 +233,17 @@ build_baseline() {
   (cd "$baseline" && cmake --preset cuda "${args[@]}" -DROCMFORGE_TESTS=OFF) &&
     cmake --build build/baseline --target rocmforge -j "$(nproc)"
 }
-# timeline DTYPE BATCH: what each kernel of a decode step (the 8B shape, BATCH sequences) costs in place,
-# from the GPU's own kernel records (tools/kernel_trace: nsys there cannot import its own traces).
+# timeline DTYPE BATCH [TAG BENCH_ARGS...]: what each kernel of a decode step (the 8B shape, BATCH
+# sequences) costs in place, from the GPU's own kernel records (tools/kernel_trace: nsys there cannot
+# import its own traces); with a TAG, the bench runs with BENCH_ARGS too (-tp 2: device 0's kernels).
 timeline() {
-  CUDA_INJECTION64_PATH=$build/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=$logs/timeline-$1-b$2.csv \
-    "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype "$1" -p 0 -n 32 -b "$2" -r 1 &&
-    python3 tools/kernel_timeline.py "$logs/timeline-$1-b$2.csv" --steps 16
+  local trace=$logs/timeline-$1-b$2${3:+-$3}.csv
+  CUDA_INJECTION64_PATH=$build/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=$trace \
+    "$rocmforge" bench --synthetic llama3-8b --device cuda --dtype "$1" -p 0 -n 32 -b "$2" -r 1 "${@:4}" &&
+    python3 tools/kernel_timeline.py "$trace" --steps 16
 }
+# nccl_only COMMAND...: COMMAND with every all-reduce left to NCCL (no one-shot kernel).
+nccl_only() { ROCMFORGE_PEER_ALL_REDUCE=0 "$@"; }
 # sd_kernel_totals MODEL STEPS: where the GPU time of one image at MODEL's published size goes,
 # kernel by kernel (the VAE's decode included).
 sd_kernel_totals() {
@@ -224,6 +261,16 @@ if step build-cli cmake --build "$build" --target rocmforge -j "$(nproc)"; then
     step bench-8b-before bench_8b "$PWD/build/baseline/rocmforge"
   fi
   step bench-8b bench_8b
+  # Two GPUs: the demo model split over both gives the one-GPU text, then tensor parallelism's speed.
+  if (($(nvidia-smi -L | wc -l) >= 2)); then
+    step generate-tp2 generate_on cuda -tp 2
+    step generate-tp-diff cmp "$logs/generate-cuda.txt" "$logs/generate-tp2.txt"
+    step bench-tp bench_tp
+    if [[ -f $build/libkernel_trace.so ]] || step build-trace cmake --build "$build" --target kernel_trace; then
+      step timeline-bf16-b1-tp2 timeline bf16 1 tp2 -tp 2
+      step timeline-bf16-b1-tp2-nccl nccl_only timeline bf16 1 tp2-nccl -tp 2
+    fi
+  fi
   # Stable Diffusion at the published sizes, random weights (issue #23's table), and an image from the
   # tiny SD 1.5 fixture, whose PNG comes back with the logs.
   step sd15-bench "$rocmforge" bench-image --synthetic sd15 --device cuda -b 1,4 -r 3

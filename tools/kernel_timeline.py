@@ -10,7 +10,7 @@ embedding); the last --steps complete ones are averaged.
 With --totals, for a trace without steps to cut (Stable Diffusion's, whose kernels do not overlap):
 each kernel's summed own time over the whole trace and its share, the largest first.
 
-    python3 tools/kernel_timeline.py trace.csv [--steps 16] [--first embedding_kernel]
+    python3 tools/kernel_timeline.py trace.csv [--steps 16] [--first embedding_kernel] [--device 0]
     python3 tools/kernel_timeline.py trace.csv --totals [--top 25]
 """
 import argparse
@@ -26,11 +26,12 @@ def short_name(name):
     return name.removeprefix("void ").split("(")[0][:110]
 
 
-def load(path):
-    """The trace's kernels, in order of their start."""
+def load(path, device=0):
+    """The trace's kernels on one device (a tensor-parallel run traces every rank's), in order of their start."""
     with open(path, newline="") as f:
         return sorted(({"start": int(r["start_ns"]), "end": int(r["end_ns"]), "grid": int(r["grid"]),
-                        "block": int(r["block"]), "name": short_name(r["name"])} for r in csv.DictReader(f)),
+                        "block": int(r["block"]), "name": short_name(r["name"])} for r in csv.DictReader(f)
+                       if int(r.get("device", 0)) == device),
                       key=lambda k: k["start"])
 
 
@@ -83,11 +84,12 @@ def main():
     parser.add_argument("--first", default="embedding_kernel", help="the step's first kernel (a substring)")
     parser.add_argument("--totals", action="store_true", help="summed time per kernel over the whole trace")
     parser.add_argument("--top", type=int, default=25, help="kernels --totals lists")
+    parser.add_argument("--device", type=int, default=0, help="the device whose kernels count")
     args = parser.parse_args()
     if args.totals:
-        totals(load(args.trace), args.top)
+        totals(load(args.trace, args.device), args.top)
         return
-    s, rows = timeline(load(args.trace), args.steps, args.first)
+    s, rows = timeline(load(args.trace, args.device), args.steps, args.first)
     print(f"steps: {s['steps']}, kernels a step: {s['kernels']}, step wall {s['wall']:.1f} us (median), "
           f"idle inside a step {s['idle']:.1f} us, after its last kernel {s['after']:.1f} us")
     print(f"{'kernel':<72} {'grid':>7} {'block':>5} {'a step':>6} {'own us':>7} {'in place':>8} {'a step us':>9} {'share':>6}  after")

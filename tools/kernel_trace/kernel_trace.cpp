@@ -6,8 +6,8 @@
 //
 //   CUDA_INJECTION64_PATH=build/cuda/libkernel_trace.so ROCMFORGE_KERNEL_TRACE=trace.csv rocmforge bench ...
 //
-// writes one line a kernel, when the program exits: start and end (ns, the GPU's clock), stream, grid
-// and block sizes, and the demangled name.
+// writes one line a kernel, when the program exits: start and end (ns, the GPU's clock), device,
+// stream, grid and block sizes, and the demangled name.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -23,7 +23,7 @@ namespace {
 
 struct KernelRecord {
   std::uint64_t start, end;
-  std::uint32_t stream;
+  std::uint32_t device, stream;
   std::int64_t grid, block;
   std::string name;
 };
@@ -63,7 +63,8 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
       if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      records.push_back({k->start, k->end, k->streamId, static_cast<std::int64_t>(k->gridX) * k->gridY * k->gridZ,
+      records.push_back({k->start, k->end, k->deviceId, k->streamId,
+                         static_cast<std::int64_t>(k->gridX) * k->gridY * k->gridZ,
                          static_cast<std::int64_t>(k->blockX) * k->blockY * k->blockZ, demangle(k->name)});
     }
   }
@@ -79,12 +80,12 @@ void write_trace() {
     return;
   }
   const std::lock_guard lock(records_mutex);
-  std::fprintf(out, "start_ns,end_ns,stream,grid,block,name\n");
+  std::fprintf(out, "start_ns,end_ns,device,stream,grid,block,name\n");
   for (const KernelRecord& r : records) {
     std::string name = r.name;
     for (char& c : name) c = c == '"' ? '\'' : c;
-    std::fprintf(out, "%llu,%llu,%u,%lld,%lld,\"%s\"\n", static_cast<unsigned long long>(r.start),
-                 static_cast<unsigned long long>(r.end), r.stream, static_cast<long long>(r.grid),
+    std::fprintf(out, "%llu,%llu,%u,%u,%lld,%lld,\"%s\"\n", static_cast<unsigned long long>(r.start),
+                 static_cast<unsigned long long>(r.end), r.device, r.stream, static_cast<long long>(r.grid),
                  static_cast<long long>(r.block), name.c_str());
   }
   if (out != stderr) std::fclose(out);
