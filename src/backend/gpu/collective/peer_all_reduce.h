@@ -1,14 +1,13 @@
 #pragma once
 // The all-reduce of small messages (a decode step's partial hidden states) in one kernel over peer
-// memory (NVLink, xGMI), as vLLM's and TensorRT-LLM's one-shot all-reduces do: each rank stages its
-// values in a buffer of its own that its peers can read, raises a flag in every peer's memory, waits
-// for every peer's flag in its own, and adds up all ranks' staged values in rank order (so every rank
-// gets the same bits). NCCL's all-reduce takes several launches' worth of latency for what is a few
-// microseconds of traffic here (docs/perf.md).
+// memory (NVLink, xGMI), as vLLM's and TensorRT-LLM's one-shot all-reduces do: each rank pushes its
+// values into every rank's inbox, raises a flag in every peer's memory, waits for every peer's flag in
+// its own, and adds up its inbox in rank order (so every rank gets the same bits). Unlike NCCL's, it
+// is launched as the kernels around it are, overlapping their edges (docs/perf.md measures both).
 //
 // The kernel runs with a fixed grid, and chunk c of any message belongs to block c % grid in every
-// call: a block's flags then cover every value it stages or reads. Staging alternates between two
-// buffers by the call's parity, so a rank may stage call k + 2 only after its peers have raised call
+// call: a block's flags then cover every value it pushes or reads. Inboxes alternate between two
+// halves by the call's parity, so a rank may push call k + 2 only after its peers have raised call
 // k + 1's flags, which each raises after reading call k's values: no barrier at the end. The flags
 // count calls (the epoch, kept per block in the rank's memory), so graphs replay the launch as it is.
 #include <cstddef>
@@ -29,7 +28,8 @@ inline constexpr std::size_t kPeerMostValues = std::size_t{1} << 18;  // 1 MiB o
 
 // What one rank's launch reads: every rank's buffers, by the address this rank's device sees them at.
 struct PeerGroupView {
-  float* staging[kPeerMostRanks][2];  // rank r's two staging buffers, kPeerMostValues each
+  // Rank r's inbox: [parity][from rank][kPeerMostValues] floats.
+  float* inboxes[kPeerMostRanks];
   // Rank r's flags, [block][from rank]: the epoch up to which `from` has staged that block's values.
   std::uint32_t* flags[kPeerMostRanks];
   std::uint32_t* epochs;  // this rank's calls so far, per block
@@ -40,9 +40,9 @@ struct PeerGroupView {
   int ranks = 0;
 };
 
-// One rank's part of a group: its staging buffers and flags (on its device), and its launches' view.
+// One rank's part of a group: its inbox and flags (on its device), and its launches' view.
 struct PeerRank {
-  DeviceBuffer<float> staging;          // 2 * kPeerMostValues
+  DeviceBuffer<float> inbox;            // 2 * ranks * kPeerMostValues
   DeviceBuffer<std::uint32_t> signals;  // flags [kPeerBlocks][kPeerMostRanks], then epochs [kPeerBlocks]
   std::shared_ptr<PinnedBuffer<std::uint32_t>> aborted;  // the group's one word
   PeerGroupView view;

@@ -45,7 +45,7 @@ std::vector<std::unique_ptr<PeerRank>> make_peer_group(std::span<const int> devi
   *aborted->data() = 0;
   for (int r = 0; r < ranks; ++r) {
     reach_peers(devices[r], devices);  // and makes devices[r] current for the allocations
-    auto rank = std::make_unique<PeerRank>(PeerRank{DeviceBuffer<float>(2 * kPeerMostValues),
+    auto rank = std::make_unique<PeerRank>(PeerRank{DeviceBuffer<float>(2 * ranks * kPeerMostValues),
                                                      DeviceBuffer<std::uint32_t>(kSignals), aborted, {}});
     RF_GPU_CHECK(gpuMemset(rank->signals.data(), 0, rank->signals.bytes()));
     group.push_back(std::move(rank));
@@ -53,8 +53,7 @@ std::vector<std::unique_ptr<PeerRank>> make_peer_group(std::span<const int> devi
   for (int r = 0; r < ranks; ++r) {
     PeerGroupView& view = group[r]->view;
     for (int peer = 0; peer < ranks; ++peer) {
-      view.staging[peer][0] = group[peer]->staging.data();
-      view.staging[peer][1] = group[peer]->staging.data() + kPeerMostValues;
+      view.inboxes[peer] = group[peer]->inbox.data();
       view.flags[peer] = group[peer]->signals.data();
     }
     view.epochs = group[r]->signals.data() + kPeerBlocks * kPeerMostRanks;

@@ -1,6 +1,6 @@
 // The one-shot all-reduce over peer memory (backend/gpu/collective/peer_all_reduce.h): every rank
 // gets the host's sum in rank order, bit for bit, over calls of changing sizes (which move values
-// between the blocks' chunks and the staging buffers' parities), and an abort releases a rank whose
+// between the blocks' chunks and the inboxes' parities), and an abort releases a rank whose
 // peer never comes. Two ranks on two GPUs where the machine has them, else both on GPU 0 (two
 // streams, the kernels resident together).
 #include <thread>
