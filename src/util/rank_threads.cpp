@@ -3,7 +3,7 @@
 namespace rf {
 
 RankThreads::RankThreads(int ranks, std::function<void()> on_failure)
-    : on_failure_(std::move(on_failure)), errors_(ranks) {
+    : on_failure_(std::move(on_failure)) {
   for (int r = 0; r < ranks; ++r) threads_.emplace_back([this, r] { loop(r); });
 }
 
@@ -20,15 +20,12 @@ void RankThreads::run(const std::function<void(int rank)>& fn) {
   std::unique_lock lock(mutex_);
   job_ = &fn;
   running_ = size();
-  failed_ = false;
-  std::fill(errors_.begin(), errors_.end(), nullptr);
+  first_error_ = nullptr;
   ++generation_;
   work_ready_.notify_all();
   work_done_.wait(lock, [&] { return running_ == 0; });
   job_ = nullptr;
-  for (const std::exception_ptr& error : errors_) {
-    if (error) std::rethrow_exception(error);
-  }
+  if (first_error_) std::rethrow_exception(first_error_);
 }
 
 void RankThreads::loop(int rank) {
@@ -47,11 +44,9 @@ void RankThreads::loop(int rank) {
       error = std::current_exception();
     }
     lock.lock();
-    if (error) {
-      errors_[rank] = error;
-      const bool first = !failed_;
-      failed_ = true;
-      if (first && on_failure_) {
+    if (error && !first_error_) {
+      first_error_ = error;
+      if (on_failure_) {
         lock.unlock();
         on_failure_();
         lock.lock();

@@ -23,7 +23,7 @@ class RankThreads {
   int size() const { return static_cast<int>(threads_.size()); }
 
   // Calls fn(rank) on every rank's thread at once and returns when all have returned. If any threw,
-  // the lowest rank's exception is rethrown here (after on_failure, above).
+  // the first exception thrown (the cause; the others' may be its consequence) is rethrown here.
   void run(const std::function<void(int rank)>& fn);
 
  private:
@@ -35,10 +35,10 @@ class RankThreads {
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   const std::function<void(int)>* job_ = nullptr;
-  std::vector<std::exception_ptr> errors_;
+  std::exception_ptr first_error_;
   std::size_t generation_ = 0;
   int running_ = 0;
-  bool failed_ = false;  // this job's on_failure has been called
+
   bool stopping_ = false;
 };
 

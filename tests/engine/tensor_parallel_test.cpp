@@ -4,8 +4,14 @@
 // 4 ranks every fixture has fewer KV heads than ranks (1 or 2 of them, but phi3's 4): each is replicated.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "backend/cpu/rank_sum.h"
 #include "engine/hf_reference.h"
+#include "engine/tensor_parallel.h"
+#include "models/llama/cpu_forward.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace rf::hf_reference {
 namespace {
@@ -63,6 +69,40 @@ TEST(TensorParallelRefuses, DevicesOnTheCpu) {
   RunnerOptions options = cpu_ranks(2);
   options.devices = {0, 1};
   EXPECT_THROW(ModelRunner(fixture("llama3"), options), Error);
+}
+
+// A rank that fails mid-step (its third all-reduce throws) must not leave the other waiting for it in
+// the all-reduce: the step fails at once with that rank's error, and every later call fails too.
+TEST(TensorParallelFailure, ARankFailingMidStepReleasesTheOther) {
+  const Checkpoint checkpoint = Checkpoint::load(fixture("llama3"));
+  auto sum = std::make_shared<cpu::RankSum>(2);
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(1)};
+  TensorParallelForward::Backend backend;
+  backend.make = [&](int rank, const ModelConfig& config, const LlamaWeights& weights) {
+    auto pass = std::make_unique<llama::CpuForward>(config, weights, pools[rank], 16, 4);
+    pass->set_rank_sum([sum, rank, calls = 0](std::span<float> values) mutable {
+      if (rank == 1 && ++calls == 3) throw Error("rank 1 lost its device");
+      sum->sum(rank, values);
+    });
+    return pass;
+  };
+  backend.abort = [sum] { sum->abort(); };
+  TensorParallelForward forward(checkpoint.config(), checkpoint.weights(), 2, std::move(backend));
+  const std::vector<std::int32_t> tokens = {1, 2, 3, 4};
+  Batch batch;
+  batch.block_tables.push_back({0});
+  batch.add_sequence(0, tokens.data(), tokens.size(), 0, true);
+  std::vector<float> logits;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    forward.forward(batch, logits);
+    ADD_FAILURE() << "the step went through";
+  } catch (const Error& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("the step failed after {:.3f} s: {}\n", seconds, e.what());
+    EXPECT_STREQ(e.what(), "rank 1 lost its device");
+  }
+  EXPECT_THROW(forward.forward(batch, logits), Error);
 }
 
 }  // namespace

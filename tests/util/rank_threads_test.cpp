@@ -31,8 +31,8 @@ TEST(RankThreads, RanksRunTogether) {
   EXPECT_EQ(arrived.load(), 4);
 }
 
-// A failing rank's peers may be waiting on it: on_failure runs once, then the lowest failing rank's
-// error reaches the caller.
+// A failing rank's peers may be waiting on it: on_failure runs once, and the first error (the cause,
+// not the released rank's) reaches the caller.
 TEST(RankThreads, FailureReleasesTheOthersAndIsRethrown) {
   std::atomic<bool> released = false;
   std::atomic<int> failures_seen = 0;
@@ -50,7 +50,7 @@ TEST(RankThreads, FailureReleasesTheOthersAndIsRethrown) {
     });
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "rank 0 released");
+    EXPECT_STREQ(e.what(), "rank 2 failed");
   }
   EXPECT_EQ(failures_seen.load(), 1);
   int ran = 0;
