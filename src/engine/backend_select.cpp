@@ -103,7 +103,6 @@ std::unique_ptr<ForwardPass> make_gpu_tensor_parallel(int first, const Checkpoin
 // Ranks on the CPU, each with a share of the threads, adding up their partial sums on the host.
 std::unique_ptr<ForwardPass> make_cpu_tensor_parallel(const Checkpoint& checkpoint, ThreadPool& pool,
                                                       const BackendShape& shape) {
-  if (!shape.devices.empty()) fail("--devices picks GPUs, and this runs on the CPU");
   const int world = shape.tensor_parallel;
   auto sum = std::make_shared<cpu::RankSum>(world);
   auto pools = std::make_shared<std::vector<std::unique_ptr<ThreadPool>>>(world);
@@ -212,7 +211,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
   if (const std::optional<int> gpu = resolve_gpu(device)) {
     if (shape.tensor_parallel > 1) return make_gpu_tensor_parallel(*gpu, checkpoint, shape, progress);
     llama::GpuForwardOptions options = gpu_options(shape);
-    options.device = *gpu;
+    options.device = shape.devices.empty() ? *gpu : rank_devices(*gpu, shape)[0];
     options.load_progress = progress;
     const std::optional<std::string> why = llama::gpu_unsupported(checkpoint.config());
     // Asked for the GPU, the model fails there naming why; left to choose, it runs on the CPU.
@@ -225,6 +224,7 @@ std::unique_ptr<ForwardPass> make_forward_pass(const std::string& device, const 
 #else
   (void)resolve_gpu(device);
 #endif
+  if (!shape.devices.empty()) fail("--devices picks GPUs, and this runs on the CPU");
   if (shape.tensor_parallel > 1) return make_cpu_tensor_parallel(checkpoint, pool, shape);
   read_in_weights(checkpoint, progress);
   return std::make_unique<llama::CpuForward>(checkpoint.config(), checkpoint.weights(), pool, shape.block_size,

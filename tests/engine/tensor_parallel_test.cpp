@@ -65,10 +65,13 @@ TEST(TensorParallelRefuses, HeadsThatDoNotDivide) {
   expect_refused("phi3", 8, "attention heads (4) do not divide by 8");
 }
 
+// --devices picks GPUs: on the CPU it is refused, with ranks or alone, rather than ignored.
 TEST(TensorParallelRefuses, DevicesOnTheCpu) {
-  RunnerOptions options = cpu_ranks(2);
-  options.devices = {0, 1};
-  EXPECT_THROW(ModelRunner(fixture("llama3"), options), Error);
+  for (const std::vector<int>& devices : {std::vector<int>{0, 1}, std::vector<int>{1}}) {
+    RunnerOptions options = cpu_ranks(devices.size() == 1 ? 1 : 2);
+    options.devices = devices;
+    EXPECT_THROW(ModelRunner(fixture("llama3"), options), Error) << devices.size() << " devices";
+  }
 }
 
 // A rank that fails mid-step (its third all-reduce throws) must not leave the other waiting for it in
