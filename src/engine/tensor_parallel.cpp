@@ -27,7 +27,11 @@ class SameDraw final : public TokenSampler {
 
 TensorParallelForward::TensorParallelForward(const ModelConfig& config, const LlamaWeights& weights, int world,
                                              Backend backend)
-    : backend_(std::move(backend)), shards_(world), passes_(world), threads_(world, backend_.abort) {
+    : backend_(std::move(backend)),
+      shards_(world),
+      passes_(world),
+      rank_outputs_(world),
+      threads_(world, backend_.abort) {
   llama::check_split(config, weights, world);
   for (int r = 0; r < world; ++r) configs_.push_back(llama::rank_config(config, r, world));
   run([&](int r) {
@@ -59,13 +63,11 @@ void TensorParallelForward::run(const std::function<void(int rank)>& fn) {
 }
 
 void TensorParallelForward::forward(const Batch& batch, std::vector<float>& logits) {
-  std::vector<std::vector<float>> others(ranks());
-  run([&](int r) { passes_[r]->forward(batch, r == 0 ? logits : others[r]); });
+  run([&](int r) { passes_[r]->forward(batch, r == 0 ? logits : rank_outputs_[r]); });
 }
 
 void TensorParallelForward::hidden_states(const Batch& batch, std::vector<float>& states) {
-  std::vector<std::vector<float>> others(ranks());
-  run([&](int r) { passes_[r]->hidden_states(batch, r == 0 ? states : others[r]); });
+  run([&](int r) { passes_[r]->hidden_states(batch, r == 0 ? states : rank_outputs_[r]); });
 }
 
 std::vector<std::int32_t> TensorParallelForward::sample(const Batch& batch, std::span<const SampleRow> rows) {

@@ -57,6 +57,7 @@ class TensorParallelForward : public ForwardPass {
   std::vector<ModelConfig> configs_;  // each rank's, which its pass refers to
   std::vector<std::unique_ptr<llama::WeightShard>> shards_;  // kept where the passes refer to them
   std::vector<std::unique_ptr<ForwardPass>> passes_;
+  std::vector<std::vector<float>> rank_outputs_;  // ranks 1 and up's logits or states, never read
   RankThreads threads_;
   bool broken_ = false;
 };

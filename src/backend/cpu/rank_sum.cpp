@@ -4,10 +4,11 @@
 
 namespace rf::cpu {
 
-RankSum::RankSum(int ranks) : ranks_(ranks), values_(ranks) {}
+RankSum::RankSum(int ranks) : ranks_(ranks), values_(ranks), totals_(ranks) {}
 
 void RankSum::sum(int rank, std::span<float> values) {
-  std::vector<float> total(values.size(), 0.0f);
+  std::vector<float>& total = totals_[rank];
+  total.assign(values.size(), 0.0f);
   std::unique_lock lock(mutex_);
   values_[rank] = values;
   wait_for_all(lock);  // every rank's values are in

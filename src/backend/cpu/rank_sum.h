@@ -26,6 +26,7 @@ class RankSum {
   std::mutex mutex_;
   std::condition_variable arrived_all_;
   std::vector<std::span<float>> values_;
+  std::vector<std::vector<float>> totals_;  // each rank's sum as it adds it up, kept between calls
   int arrived_ = 0;
   std::size_t round_ = 0;
   bool aborted_ = false;

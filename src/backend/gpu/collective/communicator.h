@@ -31,9 +31,6 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-
   // Adds up `count` floats at `data` (on this rank's device) over the group, in place, queued on the
   // context's stream; captured into a graph when the stream is capturing. Every rank calls it alike.
   void all_reduce_sum(float* data, std::size_t count, const DeviceContext& ctx) const;
@@ -41,13 +38,10 @@ class Communicator {
   void abort();
 
  private:
-  Communicator(ncclComm* comm, int rank, int size, std::unique_ptr<PeerRank> peer)
-      : comm_(comm), peer_(std::move(peer)), rank_(rank), size_(size) {}
+  Communicator(ncclComm* comm, std::unique_ptr<PeerRank> peer) : comm_(comm), peer_(std::move(peer)) {}
 
   ncclComm* comm_;
   std::unique_ptr<PeerRank> peer_;  // the one-shot kernel's buffers, where the devices reach each other
-  int rank_;
-  int size_;
 };
 
 // "NCCL 2.28.9" (or RCCL's), or "" where the build has no collectives library.

@@ -37,7 +37,7 @@ std::vector<std::unique_ptr<Communicator>> Communicator::local_group(std::span<c
   std::vector<std::unique_ptr<Communicator>> group;
   for (int r = 0; r < size; ++r) {
     std::unique_ptr<PeerRank> peer = peers.empty() ? nullptr : std::move(peers[r]);
-    group.push_back(std::unique_ptr<Communicator>(new Communicator(comms[r], r, size, std::move(peer))));
+    group.push_back(std::unique_ptr<Communicator>(new Communicator(comms[r], std::move(peer))));
   }
   return group;
 }

@@ -30,7 +30,7 @@ inline constexpr std::size_t kPeerMostValues = std::size_t{1} << 18;  // 1 MiB o
 struct PeerGroupView {
   // Rank r's inbox: [parity][from rank][kPeerMostValues] floats.
   float* inboxes[kPeerMostRanks];
-  // Rank r's flags, [block][from rank]: the epoch up to which `from` has staged that block's values.
+  // Rank r's flags, [block][from rank]: the epoch up to which `from` has pushed that block's values.
   std::uint32_t* flags[kPeerMostRanks];
   std::uint32_t* epochs;  // this rank's calls so far, per block
   // Set (page-locked host memory, which the devices read) when a rank failed: a kernel waiting for a
@@ -58,8 +58,8 @@ std::vector<std::unique_ptr<PeerRank>> make_peer_group(std::span<const int> devi
 // Whether the one-shot kernel takes a message of `count` floats: whole float4s, at most kPeerMostValues.
 inline bool peer_all_reduce_takes(std::size_t count) { return count % 4 == 0 && count <= kPeerMostValues; }
 
-// Adds up `count` floats at `data` over the group, in place, on `stream`; every rank launches it with
-// the same count, in the same order of calls.
+// Adds up `count` floats at `data` over the group, in place, on the context's stream; every rank
+// launches it with the same count, in the same order of calls.
 void launch_peer_all_reduce(const PeerGroupView& group, float* data, std::size_t count, const DeviceContext& ctx);
 
 }  // namespace rf::gpu

@@ -1,6 +1,4 @@
 // The one-shot all-reduce's buffers (peer_all_reduce.h), one rank's on each device.
-#include <algorithm>
-
 #include "backend/gpu/collective/peer_all_reduce.h"
 #include "util/error.h"
 
